@@ -1,0 +1,1 @@
+"""Courier: a three-tier message-passing system on PostgreSQL."""

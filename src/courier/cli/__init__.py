@@ -1,0 +1,1 @@
+"""The `courier` command line."""

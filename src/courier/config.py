@@ -1,0 +1,94 @@
+"""Settings, resolved once at an entry point and passed down explicitly.
+
+Precedence: command-line flags > COURIER_* environment variables > courier.toml >
+the defaults below. The CLI (click, with ``auto_envvar_prefix="COURIER"``) applies
+the first two; ``load_toml`` supplies the third as click's ``default_map``. No other
+module reads the environment.
+
+    >>> ServerSettings(port=7001).max_clients
+    256
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_PORT = 7400
+DEFAULT_CONSOLE_PORT = 8080
+DEFAULT_MAX_BODY_BYTES = 64 * 1024
+CONFIG_FILE_NAME = "courier.toml"
+
+
+def default_data_dir() -> Path:
+    """Per-user home for the embedded database and the state of `courier up`."""
+    xdg = os.environ.get("XDG_DATA_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
+    return base / "courier"
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Sizes the server enforces on what clients send."""
+
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSettings:
+    """The asyncpg connection pool of one middleware instance."""
+
+    min_size: int = 2
+    max_size: int = 10
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """One middleware instance (`courier serve`)."""
+
+    dsn: str = ""
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    max_clients: int = 256
+    pool: PoolSettings = field(default_factory=PoolSettings)
+    limits: Limits = field(default_factory=Limits)
+    heartbeat_interval: float = 2.0
+    instance_ttl: float = 10.0
+    mock: bool = False
+    record_dir: Path | None = None
+    run_id: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSettings:
+    """How a client library instance reaches the middleware."""
+
+    servers: tuple[tuple[str, int], ...] = (("127.0.0.1", DEFAULT_PORT),)
+    connect_timeout: float = 5.0
+
+
+def parse_servers(text: str) -> tuple[tuple[str, int], ...]:
+    """Parse ``host:port,host:port`` into address pairs; a bare port means 127.0.0.1.
+
+    >>> parse_servers("127.0.0.1:7400,localhost:7401")
+    (('127.0.0.1', 7400), ('localhost', 7401))
+    """
+    servers = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        host, _, port = item.rpartition(":")
+        servers.append((host or "127.0.0.1", int(port)))
+    if not servers:
+        raise ValueError("no server address given")
+    return tuple(servers)
+
+
+def load_toml(path: Path | None) -> dict[str, Any]:
+    """Read courier.toml (or the given file) as click's default_map; missing is empty."""
+    candidate = path or Path.cwd() / CONFIG_FILE_NAME
+    if not candidate.is_file():
+        return {}
+    with candidate.open("rb") as handle:
+        return tomllib.load(handle)

@@ -1,0 +1,1 @@
+"""The database tier: schema, embedded server lifecycle and the repository."""

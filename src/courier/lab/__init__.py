@@ -1,0 +1,1 @@
+"""The lab: measurement records, workloads and the experiment runner."""
