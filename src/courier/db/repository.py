@@ -1,20 +1,29 @@
 """Typed async access to Courier's stored functions: the only caller of them.
 
-INTERFACE CONTRACT (bodies to be implemented by the database-tier work).
 Every method is one stored-function call. Every method takes an optional
 ``timing`` sink that it fills with pool wait, round trip and the execution time the
 function reported, so the lab can split database time from network time.
-Errors arrive as courier.errors exceptions, translated in one place.
+Errors arrive as courier.errors exceptions, translated in one place (_translate).
+
+    repo = await Repository.connect(dsn)
+    queue = await repo.create_queue("jobs")
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 
-from courier import config, models
+from courier import config, errors, models
+from courier.db import _translate
+
+DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
+DEFAULT_LIMITS = config.Limits()
+DEFAULT_POOL = config.PoolSettings()
 
 
 @dataclass(slots=True)
@@ -27,85 +36,255 @@ class Timing:
 
 
 class Repository:
-    def __init__(self, pool: asyncpg.Pool, limits: config.Limits = config.Limits()) -> None:
+    def __init__(self, pool: asyncpg.Pool, limits: config.Limits = DEFAULT_LIMITS) -> None:
         self.pool = pool
         self.limits = limits
 
+    @classmethod
+    async def connect(
+        cls,
+        dsn: str,
+        pool: config.PoolSettings = DEFAULT_POOL,
+        limits: config.Limits = DEFAULT_LIMITS,
+    ) -> Repository:
+        """Open a pool on dsn; Unavailable when the database cannot be reached."""
+        try:
+            opened = await asyncpg.create_pool(dsn, min_size=pool.min_size, max_size=pool.max_size)
+        except _translate.TRANSLATED as exc:
+            raise _translate.translate(exc) from exc
+        return cls(opened, limits)
+
+    async def close(self) -> None:
+        await self.pool.close()
+
     # -- clients ---------------------------------------------------------------
     async def register_client(
-        self, name: str, mode: models.ClientMode = models.ClientMode.READ_WRITE,
-        *, timing: Timing | None = None,
+        self,
+        name: str,
+        mode: models.ClientMode = models.ClientMode.READ_WRITE,
+        *,
+        timing: Timing | None = None,
     ) -> models.ClientInfo:
         """ClientExists on a duplicate name; BadRequest on an empty name."""
-        raise NotImplementedError
+        row = await self._call("courier_register_client_v1($1, $2)", name, str(mode), timing=timing)
+        return _client(row)
 
-    async def get_client(self, client: int | str, *, timing: Timing | None = None) -> models.ClientInfo:
+    async def get_client(
+        self, client: int | str, *, timing: Timing | None = None
+    ) -> models.ClientInfo:
         """By id (int) or name (str). ClientNotFound."""
-        raise NotImplementedError
+        client_id, name = _id_or_name(client)
+        row = await self._call("courier_get_client_v1($1, $2)", client_id, name, timing=timing)
+        return _client(row)
 
-    async def login(self, client: int | str, instance_id: int, *, timing: Timing | None = None) -> models.ClientInfo:
+    async def login(
+        self, client: int | str, instance_id: int, *, timing: Timing | None = None
+    ) -> models.ClientInfo:
         """ClientNotFound; ClientOnline if a live session exists (on any instance)."""
-        raise NotImplementedError
+        client_id, name = _id_or_name(client)
+        row = await self._call(
+            "courier_login_v1($1, $2, $3)", client_id, name, instance_id, timing=timing
+        )
+        return _client(row)
 
-    async def logout(self, client_id: int, instance_id: int, *, timing: Timing | None = None) -> None:
+    async def logout(
+        self, client_id: int, instance_id: int, *, timing: Timing | None = None
+    ) -> None:
         """Ends the session if this instance holds it; otherwise does nothing."""
-        raise NotImplementedError
+        await self._call("courier_logout_v1($1, $2)", client_id, instance_id, timing=timing)
 
     # -- instances -------------------------------------------------------------
-    async def register_instance(self, address: str, *, timing: Timing | None = None) -> models.Instance: ...
-    async def heartbeat(self, instance_id: int, *, timing: Timing | None = None) -> None: ...
+    async def register_instance(
+        self,
+        address: str,
+        *,
+        timing: Timing | None = None,
+        ttl_seconds: float = DEFAULT_INSTANCE_TTL,
+    ) -> models.Instance:
+        """A new registry entry; it counts as live while its heartbeat is younger
+        than ttl_seconds."""
+        row = await self._call(
+            "courier_register_instance_v1($1, $2)", address, ttl_seconds, timing=timing
+        )
+        return models.Instance(row["id"], row["address"], row["started_at"], row["heartbeat_at"])
+
+    async def heartbeat(self, instance_id: int, *, timing: Timing | None = None) -> None:
+        """InternalError if the instance is not registered (it expired: register again)."""
+        await self._call("courier_heartbeat_v1($1)", instance_id, timing=timing)
+
     async def list_instances(self, *, timing: Timing | None = None) -> list[models.Instance]:
         """Live instances only (heartbeat younger than their ttl)."""
-        raise NotImplementedError
-    async def expire_instances(self, ttl_seconds: float, *, timing: Timing | None = None) -> list[int]:
+        row = await self._call("courier_list_instances_v1()", timing=timing)
+        columns = (row["ids"], row["addresses"], row["started_ats"], row["heartbeat_ats"])
+        return [models.Instance(*fields) for fields in zip(*columns, strict=True)]
+
+    async def expire_instances(
+        self, ttl_seconds: float, *, timing: Timing | None = None
+    ) -> list[int]:
         """Delete instances whose heartbeat is older than ttl, releasing their sessions."""
-        raise NotImplementedError
+        row = await self._call("courier_expire_instances_v1($1)", ttl_seconds, timing=timing)
+        return list(row["ids"])
+
     async def unregister_instance(self, instance_id: int, *, timing: Timing | None = None) -> None:
         """Graceful stop: releases the instance's sessions and removes it."""
-        raise NotImplementedError
+        await self._call("courier_unregister_instance_v1($1)", instance_id, timing=timing)
 
     # -- queues ----------------------------------------------------------------
     async def create_queue(self, name: str, *, timing: Timing | None = None) -> models.Queue:
         """QueueExists; BadRequest on an empty name."""
-        raise NotImplementedError
-    async def delete_queue(self, queue_id: int, *, if_empty: bool = False, timing: Timing | None = None) -> None:
+        row = await self._call("courier_create_queue_v1($1)", name, timing=timing)
+        return models.Queue(row["id"], row["name"], row["message_count"])
+
+    async def delete_queue(
+        self, queue_id: int, *, if_empty: bool = False, timing: Timing | None = None
+    ) -> None:
         """QueueNotFound; QueueNotEmpty when if_empty and messages remain."""
-        raise NotImplementedError
+        await self._call("courier_delete_queue_v1($1, $2)", queue_id, if_empty, timing=timing)
+
     async def get_queue(self, queue: int | str, *, timing: Timing | None = None) -> models.Queue:
         """By id or name, with message_count. QueueNotFound."""
-        raise NotImplementedError
+        queue_id, name = _id_or_name(queue)
+        row = await self._call("courier_get_queue_v1($1, $2)", queue_id, name, timing=timing)
+        return models.Queue(row["id"], row["name"], row["message_count"])
+
     async def list_queues(self, *, timing: Timing | None = None) -> list[models.Queue]:
         """All queues ordered by id, with message counts."""
-        raise NotImplementedError
+        return _queues(await self._call("courier_list_queues_v1()", timing=timing))
 
     # -- messages --------------------------------------------------------------
     async def send(
-        self, sender_id: int, queue_ids: Sequence[int], body: str, *,
-        receiver: int | None = None, priority: int = models.DEFAULT_PRIORITY,
-        context: int | None = None, timing: Timing | None = None,
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        body: str,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        timing: Timing | None = None,
     ) -> list[int]:
         """One independent copy per queue, atomically; ids in queue_ids order.
         QueueNotFound (nothing stored), InvalidPriority, PayloadTooLarge, BadRequest
         (no queues), NotAuthorised (read-only sender)."""
-        raise NotImplementedError
+        self._check_message(body, priority)
+        row = await self._call(
+            "courier_send_v1($1, $2, $3, $4, $5, $6, $7)",
+            sender_id, list(queue_ids), body, receiver, priority, context,
+            self.limits.max_body_bytes,
+            timing=timing,
+        )  # fmt: skip
+        return list(row["message_ids"])
 
     async def read(
-        self, reader_id: int, *, queue_id: int | None = None, sender_id: int | None = None,
-        order: models.Order = models.Order.TIME, pop: bool = False,
+        self,
+        reader_id: int,
+        *,
+        queue_id: int | None = None,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        pop: bool = False,
         timing: Timing | None = None,
     ) -> models.Message:
         """Peek or pop one visible message (receiver NULL or reader).
         BadRequest (neither queue nor sender), QueueNotFound, QueueEmpty (a queue was
         given and nothing in it is visible), NoMessage (sender-only read found none)."""
-        raise NotImplementedError
+        row = await self._call(
+            "courier_read_v1($1, $2, $3, $4, $5)",
+            reader_id, queue_id, sender_id, str(order), pop,
+            timing=timing,
+        )  # fmt: skip
+        return _message(row)
 
     async def pop_response(
-        self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None,
+        self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
     ) -> models.Message:
         """Pop the message in queue addressed to reader with this context.
         QueueNotFound; NoMessage."""
-        raise NotImplementedError
+        row = await self._call(
+            "courier_pop_response_v1($1, $2, $3)", reader_id, queue_id, context, timing=timing
+        )
+        return _message(row)
 
-    async def queues_for_me(self, reader_id: int, *, timing: Timing | None = None) -> list[int]:
-        """Sorted distinct ids of queues holding a message the reader could read."""
-        raise NotImplementedError
+    async def queues_for_me(
+        self, reader_id: int, *, timing: Timing | None = None
+    ) -> list[models.Queue]:
+        """Queues (sorted by id) holding a message the reader could read;
+        message_count is the number of messages visible to the reader there."""
+        return _queues(await self._call("courier_queues_for_me_v1($1)", reader_id, timing=timing))
+
+    # -- the one call path -----------------------------------------------------
+    async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
+        """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""
+        started = time.perf_counter_ns()
+        try:
+            async with self.pool.acquire() as connection:
+                acquired = time.perf_counter_ns()
+                row = await connection.fetchrow(f"SELECT * FROM {function_call}", *args)
+                answered = time.perf_counter_ns()
+        except _translate.TRANSLATED as exc:
+            raise _translate.translate(exc) from exc
+        if timing is not None:
+            timing.pool_wait_ns = acquired - started
+            timing.round_trip_ns = answered - acquired
+            timing.exec_ns = row["exec_ns"]
+        status = row.get("status")
+        if status:
+            _translate.check_status(status)
+        return row
+
+    def _check_message(self, body: str, priority: int) -> None:
+        """Cheap checks before the round trip; the stored function repeats them."""
+        size = len(body.encode("utf-8", errors="surrogatepass"))
+        if size > self.limits.max_body_bytes:
+            raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
+        if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
+            raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
+
+
+def _id_or_name(key: int | str) -> tuple[int | None, str | None]:
+    return (None, key) if isinstance(key, str) else (key, None)
+
+
+def _client(row: Any) -> models.ClientInfo:
+    return models.ClientInfo(row["id"], row["name"], models.ClientMode(row["mode"]), row["online"])
+
+
+def _queues(row: Any) -> list[models.Queue]:
+    columns = (row["ids"], row["names"], row["message_counts"])
+    return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
+
+
+# A message row without these is no message (e.g. a read that found its row gone).
+_MESSAGE_REQUIRED = ("id", "queue_id", "sender_id", "priority", "created_at", "body")
+
+
+def _message(row: Any) -> models.Message:
+    missing = [column for column in _MESSAGE_REQUIRED if row[column] is None]
+    if missing:
+        raise errors.InternalError(
+            f"the database returned a message row without {', '.join(missing)}"
+        )
+    return models.Message(
+        id=row["id"],
+        queue=row["queue_id"],
+        sender=row["sender_id"],
+        receiver=row["receiver_id"],
+        context=row["context"],
+        priority=row["priority"],
+        created_at=row["created_at"],
+        body=row["body"],
+    )
+
+
+# -- console -------------------------------------------------------------------------
+# What the management console (courier.console) needs beyond the operations above.
+
+
+class ConsoleRepository(Repository):
+    """The repository plus the console's admin operations."""
+
+    async def delete_message(self, message_id: int, *, timing: Timing | None = None) -> int:
+        """Delete one stored message; returns its queue's id. NoMessage when it is gone
+        (popped or deleted a moment earlier: every message leaves exactly once)."""
+        row = await self._call("courier_delete_message_v1($1)", message_id, timing=timing)
+        return int(row["queue_id"])

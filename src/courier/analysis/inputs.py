@@ -1,0 +1,105 @@
+"""The experiment's records as DataFrames, ready for the computations.
+
+``load`` reads every record kind and fixes each run's measured interval. Nothing
+is cached: each aggregation scans only the Parquet columns it needs, which costs
+less than building an in-memory cache of the records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as sf
+from pyspark.sql import types as spark_types
+
+from courier.analysis import errors, io, transforms, trimming
+from courier.analysis import manifest as manifest_
+from courier.lab import records
+
+BOUNDS_SCHEMA = spark_types.StructType(
+    [
+        spark_types.StructField("run_id", spark_types.StringType(), False),
+        spark_types.StructField("start_ns", spark_types.LongType(), False),
+        spark_types.StructField("end_ns", spark_types.LongType(), False),
+        spark_types.StructField("keep_from_ns", spark_types.LongType(), False),
+        spark_types.StructField("keep_until_ns", spark_types.LongType(), False),
+    ]
+)
+
+
+@dataclass
+class Inputs:
+    """The experiment's records as DataFrames, with each run's measured interval."""
+
+    spark: SparkSession
+    experiment: manifest_.Manifest
+    frames: dict[str, DataFrame]
+    present: set[str]
+    bounds: dict[str, trimming.Bounds]
+    bounds_df: DataFrame
+    requests: DataFrame  # classified client requests, whole runs
+    measured: DataFrame  # the same, trimmed to the measured intervals
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def configs(self) -> dict[str, str]:
+        names = self.experiment.factor_names
+        return {r.run_id: r.label(names) for r in self.experiment.runs if r.run_id in self.bounds}
+
+
+def load(
+    spark: SparkSession,
+    experiment: manifest_.Manifest,
+    files: io.RecordFiles,
+    trim: trimming.FixedTrim | None,
+) -> Inputs:
+    """Read every record kind and fix each run's measured interval."""
+    if not files[records.CLIENT_REQUESTS]:
+        raise errors.NoRecords(f"{experiment.directory}: no client_requests files in any run")
+    frames = {kind: io.read(spark, kind, paths) for kind, paths in files.items()}
+    present = {kind for kind, paths in files.items() if paths}
+    requests = frames[records.CLIENT_REQUESTS].transform(transforms.classify)
+    notes: list[str] = []
+    bounds = _bounds(experiment, requests, trim, notes)
+    bounds_df = bounds_frame(spark, list(bounds.values()))
+    measured = requests.transform(transforms.trim, bounds_df, "start_ns")
+    return Inputs(spark, experiment, frames, present, bounds, bounds_df, requests, measured, notes)
+
+
+def _bounds(
+    experiment: manifest_.Manifest,
+    requests: DataFrame,
+    trim: trimming.FixedTrim | None,
+    notes: list[str],
+) -> dict[str, trimming.Bounds]:
+    """Each run's bounds; a run without start/end marks takes its records' extent."""
+    unmarked = [r.run_id for r in experiment.runs if r.start_ns is None or r.end_ns is None]
+    extents = _extents(requests, unmarked) if unmarked else {}
+    bounds = {}
+    for run in experiment.runs:
+        if run.start_ns is not None and run.end_ns is not None:
+            bounds[run.run_id] = trimming.bounds_for(run, run.start_ns, run.end_ns, trim)
+        elif run.run_id in extents:
+            notes.append(f"{run.run_id}: no start/end in the manifest; used its records' extent")
+            bounds[run.run_id] = trimming.bounds_for(run, *extents[run.run_id], trim)
+        else:
+            notes.append(f"{run.run_id}: no start/end in the manifest and no records; skipped")
+    return bounds
+
+
+def _extents(requests: DataFrame, run_ids: list[str]) -> dict[str, tuple[int, int]]:
+    end = sf.col("start_ns") + sf.col("response_ns")
+    rows = (
+        requests.where(sf.col("run_id").isin(*run_ids))
+        .groupBy("run_id")
+        .agg(sf.min("start_ns").alias("first"), (sf.max(end) + 1).alias("last"))
+        .collect()
+    )
+    return {row["run_id"]: (int(row["first"]), int(row["last"])) for row in rows}
+
+
+def bounds_frame(spark: SparkSession, bounds: list[trimming.Bounds]) -> DataFrame:
+    """The bounds as a small DataFrame to join with records on run_id."""
+    rows = [(b.run_id, b.start_ns, b.end_ns, b.keep_from_ns, b.keep_until_ns) for b in bounds]
+    return spark.createDataFrame(rows, BOUNDS_SCHEMA)

@@ -1,0 +1,197 @@
+"""Figures of the report, drawn with matplotlib's object API (no pyplot state).
+
+Every figure is saved as PNG and SVG under one stem; functions take collected
+result tables (plain Python values), never DataFrames.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from courier.analysis import components, factorial, tables, traces, trimming
+
+FORMATS = ("png", "svg")
+TRIMMED_COLOUR = "0.85"
+
+
+def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
+    """Write the figure in every format; returns the paths (PNG first)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = [directory / f"{stem}.{fmt}" for fmt in FORMATS]
+    for path in paths:
+        figure.savefig(path, dpi=110, bbox_inches="tight")
+    return paths
+
+
+def _shade_trimmed(axes: Sequence[Axes], bounds: trimming.Bounds) -> None:
+    for ax in axes:
+        ax.axvspan(0, bounds.cut_start_s, color=TRIMMED_COLOUR, zorder=0)
+        ax.axvspan(bounds.cut_end_s, bounds.duration_s, color=TRIMMED_COLOUR, zorder=0)
+        ax.set_xlim(0, bounds.duration_s)
+
+
+def _steps(ax: Axes, xs: list[float], ys: list[Any], window_s: float, **style: Any) -> None:
+    """Window values as steps, the last one drawn to its window's end."""
+    if xs:
+        ax.step([*xs, xs[-1] + window_s], [*ys, ys[-1]], where="post", **style)
+
+
+def _by_process(rows: list[dict[str, Any]], value: str) -> dict[str, tuple[list[Any], list[Any]]]:
+    series: dict[str, tuple[list[Any], list[Any]]] = defaultdict(lambda: ([], []))
+    for row in rows:
+        xs, ys = series[row["process"]]
+        xs.append(row["t_s"])
+        ys.append(row[value])
+    return dict(series)
+
+
+def run_trace(run_id: str, title: str, bounds: trimming.Bounds, data: traces.Traces) -> Figure:
+    """Throughput, response time with GC pauses, CPU, RSS and queue depth of one run."""
+    requests = data.requests.where(run_id=run_id)
+    depth = data.depth.where(run_id=run_id)
+    panels = 5 if depth else 4
+    figure = Figure(figsize=(9, 2.0 * panels), layout="constrained")
+    axes = figure.subplots(panels, 1, sharex=True)
+    t, window = [r["t_s"] for r in requests], data.window_s
+    _steps(axes[0], t, [r["throughput"] for r in requests], window)
+    axes[0].set_ylabel("requests/s")
+    _steps(axes[1], t, [r["mean_ms"] for r in requests], window, label="mean")
+    _steps(axes[1], t, [r["p99_ms"] for r in requests], window, label="p99")
+    axes[1].set_ylabel("response (ms)")
+    _gc_overlay(axes[1], data.gc.where(run_id=run_id), data.window_s)
+    axes[1].legend(loc="upper left", fontsize="small")
+    resources = data.resources.where(run_id=run_id)
+    _process_lines(axes[2], resources, "cpu_percent", "CPU (%)", window)
+    _process_lines(axes[3], resources, "rss_mib", "RSS (MiB)", window)
+    if depth:
+        _steps(axes[4], [r["t_s"] for r in depth], [r["messages"] for r in depth], window)
+        axes[4].set_ylabel("queued messages")
+    axes[-1].set_xlabel(f"seconds since run start ({data.window_s:g} s windows; grey = trimmed)")
+    _shade_trimmed(axes, bounds)
+    figure.suptitle(f"{run_id}: {title}")
+    return figure
+
+
+def _gc_overlay(ax: Axes, rows: list[dict[str, Any]], window_s: float) -> None:
+    """GC pause time per window as bars on a second axis, to line up with latency."""
+    if not rows:
+        return
+    pauses: dict[float, float] = defaultdict(float)
+    for row in rows:
+        pauses[row["t_s"]] += row["pause_ms"]
+    twin = ax.twinx()
+    twin.bar(
+        list(pauses),
+        list(pauses.values()),
+        width=window_s,
+        align="edge",
+        color="tab:red",
+        alpha=0.25,
+        label="GC pause",
+    )
+    twin.set_ylabel("GC pause (ms)", color="tab:red")
+
+
+def _process_lines(
+    ax: Axes, rows: list[dict[str, Any]], value: str, label: str, window_s: float
+) -> None:
+    for process, (xs, ys) in sorted(_by_process(rows, value).items()):
+        _steps(ax, xs, ys, window_s, label=process)
+    ax.set_ylabel(label)
+    if rows:
+        ax.legend(loc="upper left", fontsize="x-small", ncols=3)
+
+
+def component_bars(table: tables.Table) -> Figure:
+    """Stacked mean components per configuration, one panel per operation."""
+    operations = sorted(set(table.column("operation")))
+    figure = Figure(figsize=(max(4.0, 3.2 * len(operations)), 4.2), layout="constrained")
+    axes = figure.subplots(1, len(operations), squeeze=False)[0]
+    for ax, operation in zip(axes, operations, strict=True):
+        rows = table.where(operation=operation)
+        labels = [row["config"].replace(", ", "\n") for row in rows]
+        bottom = [0.0] * len(rows)
+        for column in components.COMPONENT_COLUMNS:
+            heights = [max(row[column], 0.0) for row in rows]
+            ax.bar(labels, heights, bottom=bottom, label=column.removesuffix("_ms"))
+            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+        ax.set_title(operation)
+        ax.set_ylabel("mean time (ms)")
+        ax.tick_params(axis="x", labelsize="small")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    return figure
+
+
+def factor_levels(table: tables.Table, factor: str) -> Figure:
+    """Throughput and mean response time against the levels of one factor."""
+    rows = table.where(factor=factor)
+    labels = [row["level"] for row in rows]
+    figure = Figure(figsize=(8, 3.4), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    _errorbars(left, labels, rows, "throughput", "throughput_ci_low", "throughput_ci_high")
+    left.set_ylabel("throughput (requests/s)")
+    _errorbars(right, labels, rows, "response_ms", "response_ci_low", "response_ci_high")
+    right.set_ylabel("mean response time (ms)")
+    for ax in (left, right):
+        ax.set_xlabel(factor)
+    figure.suptitle(f"Metrics against {factor} (95% confidence intervals)")
+    return figure
+
+
+def _errorbars(
+    ax: Axes, labels: list[str], rows: list[dict[str, Any]], value: str, low: str, high: str
+) -> None:
+    points = [(lab, r) for lab, r in zip(labels, rows, strict=True) if r[value] is not None]
+    means = [r[value] for _, r in points]
+    below = [r[value] - r[low] if r[low] is not None else 0.0 for _, r in points]
+    above = [r[high] - r[value] if r[high] is not None else 0.0 for _, r in points]
+    ax.errorbar([lab for lab, _ in points], means, yerr=[below, above], marker="o", capsize=4)
+    ax.set_ylim(bottom=0)
+
+
+def variation(result: factorial.Result) -> Figure:
+    """Allocation of variation of one factorial analysis, error included."""
+    effects = [e for e in result.effects if e.variation is not None]
+    labels = [e.label for e in effects]
+    shares = [100 * (e.variation or 0.0) for e in effects]
+    if result.error_variation is not None:
+        labels.append("error")
+        shares.append(100 * result.error_variation)
+    figure = Figure(figsize=(6, 0.5 * len(labels) + 1.2), layout="constrained")
+    ax = figure.subplots()
+    ax.barh(labels, shares)
+    ax.invert_yaxis()
+    ax.set_xlabel("variation explained (%)")
+    ax.set_title(f"Allocation of variation: {result.response}")
+    return figure
+
+
+def trim_overview(bounds: dict[str, trimming.Bounds], data: traces.Traces) -> Figure:
+    """Throughput trace of every run with its trimmed warm-up and cool-down shaded."""
+    run_ids = list(bounds)
+    columns = min(3, len(run_ids))
+    rows = -(-len(run_ids) // columns)
+    figure = Figure(figsize=(3.6 * columns, 2.2 * rows + 0.6), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for ax, run_id in zip(axes, run_ids, strict=False):
+        points = data.requests.where(run_id=run_id)
+        xs, ys = [p["t_s"] for p in points], [p["throughput"] for p in points]
+        _steps(ax, xs, ys, data.window_s)
+        _shade_trimmed([ax], bounds[run_id])
+        ax.set_title(run_id, fontsize="small")
+        ax.set_ylim(0, 1.15 * max(ys, default=1.0) or 1.0)
+    for ax in axes[len(run_ids) :]:
+        ax.set_visible(False)
+    figure.supxlabel("seconds since run start (grey = trimmed)")
+    figure.supylabel("requests/s")
+    return figure

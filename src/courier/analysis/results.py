@@ -1,0 +1,282 @@
+"""The pipeline's computations: prepared records in, small result tables out.
+
+Each function runs a few Spark aggregations over ``inputs.Inputs`` and collects
+only their results, which are one row per run, group or window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from courier.analysis import (
+    components,
+    errors,
+    factorial,
+    factors,
+    stats,
+    tables,
+    throughput,
+    traces,
+    transforms,
+    trimming,
+    validity,
+)
+from courier.analysis.inputs import Inputs
+from courier.lab import records
+
+SUMMARY_COLUMNS = (*stats.COUNT_COLUMNS, *stats.SUMMARY_COLUMNS)
+
+
+def trim_table(inputs: Inputs, trim: trimming.FixedTrim | None) -> tables.Table:
+    how = f"fixed trim {trim}" if trim else "manifest warm-up/cool-down"
+    rows = [
+        {
+            "run_id": run_id,
+            "config": inputs.configs[run_id],
+            "duration_s": b.duration_s,
+            "keep_from_s": b.cut_start_s,
+            "keep_until_s": b.cut_end_s,
+            "measured_s": b.measured_s,
+            "cut_by": how,
+        }
+        for run_id, b in inputs.bounds.items()
+    ]
+    columns = ("run_id", "config", "duration_s", "keep_from_s", "keep_until_s", "measured_s")
+    return tables.from_records(
+        "trim",
+        "Measured interval of each run (seconds from the run's start)",
+        rows,
+        (*columns, "cut_by"),
+    )
+
+
+BREAKDOWNS = {
+    "by_operation": (["operation"], "Response time by operation (ms)"),
+    "by_status": (["operation", "status", "outcome"], "Requests by response status (ms)"),
+    "by_instance": (["server"], "Response time by middleware instance (ms)"),
+    "by_client": (["client_id"], "Response time by client (ms)"),
+}
+
+Summaries = dict[str, list[dict[str, Any]]]
+
+
+def summaries(inputs: Inputs, exact: bool) -> Summaries:
+    """Per-run and per-breakdown request summaries, by grouping set, in one pass."""
+    key_sets = {"runs": ["run_id"]}
+    key_sets |= {name: ["run_id", *keys] for name, (keys, _) in BREAKDOWNS.items()}
+    summary = inputs.measured.transform(stats.summarize_request_sets, key_sets, exact=exact)
+    configs = inputs.configs
+    found: Summaries = {name: [] for name in key_sets}
+    for row in stats.with_confidence(tables.collect(summary)):
+        name = row.pop("grouping_set")
+        keys = key_sets[name]
+        kept = {k: v for k, v in row.items() if k in keys or k not in _ALL_KEYS}
+        found[name].append({**kept, "config": configs[row["run_id"]]})
+    for name, rows in found.items():
+        keys = key_sets[name]
+        rows.sort(key=lambda row: tuple(str(row[k]) for k in keys))
+    return found
+
+
+_ALL_KEYS = {"run_id", *(key for keys, _ in BREAKDOWNS.values() for key in keys)}
+
+
+def response_tables(inputs: Inputs, found: Summaries) -> dict[str, tables.Table]:
+    """Summaries per operation, status, middleware instance and client, per run."""
+    result = {}
+    for name, (keys, title) in BREAKDOWNS.items():
+        columns = ("run_id", "config", *keys, *SUMMARY_COLUMNS)
+        result[name] = tables.from_records(name, title, found[name], columns)
+    return result
+
+
+@dataclass(frozen=True)
+class RunMetrics:
+    """Per-run inputs of the factor and validity analyses."""
+
+    table: tables.Table
+    response: dict[str, stats.Moments]
+    throughput: dict[str, stats.Moments]
+
+
+def run_table(inputs: Inputs, found: Summaries) -> RunMetrics:
+    """One row per run: counts, throughput with its interval, response-time statistics."""
+    rows = found["runs"]
+    if not rows:
+        directory = inputs.experiment.directory
+        raise errors.NoRecords(f"{directory}: no client request in a measured interval")
+    sums = tables.collect(
+        inputs.measured.transform(throughput.per_second, inputs.bounds_df).transform(
+            throughput.second_sums
+        )
+    )
+    per_second = throughput.moments(sums, inputs.bounds)
+    for row in rows:
+        b = inputs.bounds[row["run_id"]]
+        row["measured_s"] = b.measured_s
+        row["throughput"] = (row["ok"] + row["misses"]) / b.measured_s
+        seconds = per_second.get(row["run_id"])
+        low, high = stats.t_interval(*_moments_args(seconds))
+        row["throughput_ci_low"], row["throughput_ci_high"] = low, high
+    columns = (
+        "run_id",
+        "config",
+        "measured_s",
+        "throughput",
+        "throughput_ci_low",
+        "throughput_ci_high",
+        *SUMMARY_COLUMNS,
+    )
+    table = tables.from_records("runs", "Summary of each run (response times in ms)", rows, columns)
+    response = {
+        r["run_id"]: stats.Moments(r["n"], r["mean"], r["std"] or 0.0) for r in rows if r["n"]
+    }
+    return RunMetrics(table, response, per_second)
+
+
+def _moments_args(moments: stats.Moments | None) -> tuple[float | None, float | None, int]:
+    if moments is None:
+        return None, None, 0
+    return moments.mean, moments.std, moments.n
+
+
+def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table | None, str]:
+    """Mean components per configuration and operation; (None, why) without server records."""
+    if records.SERVER_REQUESTS not in inputs.present:
+        return None, "No server records: the component breakdown needs them."
+    server = inputs.frames[records.SERVER_REQUESTS]
+    joined = inputs.measured.transform(transforms.join_server, server)
+    split = joined.transform(transforms.components)
+    rows = tables.collect(split.transform(components.mean_components))
+    matched = sum(row["matched"] for row in rows)
+    note = f"{matched} of {total_requests} measured requests matched a server record."
+    return components.pool_by_config(rows, inputs.configs), note
+
+
+TRACE_COLUMNS = {
+    "requests": ("completed", "errors", "throughput", "mean_ms", "p99_ms"),
+    "resources": ("process", "tier", "cpu_percent", "rss_mib"),
+    "gc": ("process", "pauses", "pause_ms", "max_pause_ms"),
+    "depth": ("messages",),
+}
+TRACE_TITLES = {
+    "requests": "Requests per window",
+    "resources": "CPU and RSS per process and window",
+    "gc": "GC pauses per process and window",
+    "depth": "Total queue depth per window",
+}
+
+
+def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
+    """Per-window traces over whole runs (warm-up and cool-down included)."""
+
+    def per_window(df: DataFrame, kind: str, instant: str, aggregate: Aggregate) -> Rows:
+        if kind not in inputs.present:
+            return []
+        windowed = (
+            df.transform(transforms.within_run, inputs.bounds_df, instant)
+            .transform(transforms.with_run_time, inputs.bounds_df, instant)
+            .transform(transforms.with_window, window_s)
+        )
+        return tables.collect(windowed.transform(aggregate))
+
+    frames = inputs.frames
+    depth = frames[records.QUEUE_DEPTHS].transform(transforms.total_queue_depth)
+    rows = {
+        "requests": per_window(
+            inputs.requests, records.CLIENT_REQUESTS, "start_ns", traces.requests_per_window
+        ),
+        "resources": per_window(
+            frames[records.RESOURCES], records.RESOURCES, "ts_ns", traces.resources_per_window
+        ),
+        "gc": per_window(
+            frames[records.GC_PAUSES], records.GC_PAUSES, "ts_ns", traces.gc_per_window
+        ),
+        "depth": per_window(depth, records.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
+    }
+    started = {
+        name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
+    }
+    started["requests"] = traces.with_throughput(started["requests"], inputs.bounds, window_s)
+    made = {
+        name: tables.from_records(
+            f"trace_{name}",
+            TRACE_TITLES[name],
+            started[name],
+            ("run_id", "window", "t_s", *columns),
+        )
+        for name, columns in TRACE_COLUMNS.items()
+    }
+    return traces.Traces(window_s, made["requests"], made["resources"], made["gc"], made["depth"])
+
+
+Rows = list[dict[str, Any]]
+Aggregate = Callable[[DataFrame], DataFrame]
+
+
+@dataclass(frozen=True)
+class FactorResults:
+    """Metrics against levels, and the 2^k r analyses when the design allows them."""
+
+    levels: tables.Table | None
+    analyses: list[factorial.Result]
+    note: str
+
+
+FACTORIAL_RESPONSES = {"throughput": "throughput (requests/s)", "mean": "mean response time (ms)"}
+
+
+def factor_results(inputs: Inputs, runs: RunMetrics) -> FactorResults:
+    experiment = inputs.experiment
+    if not experiment.factors:
+        return FactorResults(None, [], "The experiment varies no factor.")
+    p99 = {row["run_id"]: row["p99"] for row in runs.table.records()}
+    levels = factors.by_level(experiment, runs.response, runs.throughput, p99)
+    analyses = []
+    note = ""
+    for column, response in FACTORIAL_RESPONSES.items():
+        values = {r["run_id"]: r[column] for r in runs.table.records() if r[column] is not None}
+        observations, note = factorial.design_from_runs(experiment, values)
+        if observations is not None:
+            analyses.append(factorial.analyse(observations, experiment.factor_names, response))
+    return FactorResults(levels, analyses, note and f"No factorial analysis: {note}.")
+
+
+def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
+    """The saturation-run verdict of every run (n/a for closed-loop runs)."""
+    depth_rows: dict[str, dict[str, Any]] = {}
+    if records.QUEUE_DEPTHS in inputs.present:
+        depths = (
+            inputs.frames[records.QUEUE_DEPTHS]
+            .transform(transforms.total_queue_depth)
+            .transform(transforms.trim, inputs.bounds_df, "ts_ns")
+            .transform(transforms.with_run_time, inputs.bounds_df, "ts_ns")
+            .transform(validity.depth_regression)
+        )
+        depth_rows = {row["run_id"]: row for row in tables.collect(depths)}
+    p90 = {row["run_id"]: row["p90"] for row in runs.table.records()}
+    arrivals = {run.run_id: run.arrival for run in inputs.experiment.runs}
+    return validity.table(inputs.configs, arrivals, p90, depth_rows)
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything the report shows, as small collected tables."""
+
+    inputs: Inputs
+    trim: trimming.FixedTrim | None
+    window_s: float
+    exact: bool
+    record_counts: dict[str, int]
+    trim_table: tables.Table
+    runs: RunMetrics
+    breakdowns: dict[str, tables.Table]
+    components: tables.Table | None
+    components_note: str
+    traces: traces.Traces
+    factors: FactorResults
+    validity: tables.Table

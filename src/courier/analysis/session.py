@@ -1,0 +1,73 @@
+"""A quiet Spark session for the pipeline: no UI, few shuffle partitions, WARN+ only."""
+
+from __future__ import annotations
+
+import contextlib
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+DEFAULT_DRIVER_MEMORY = "2g"
+SHUFFLE_PARTITIONS = 8
+
+# Without a log4j2 file Spark logs INFO lines and prints a "default log level"
+# banner before the session exists; the banner stays away only while the root
+# level is WARN, so the noisy startup warnings are silenced by logger name instead.
+_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+"""
+
+
+def _log_config() -> Path:
+    path = Path(tempfile.gettempdir()) / "courier-spark-log4j2.properties"
+    if not path.is_file() or path.read_text() != _LOG4J2:
+        path.write_text(_LOG4J2)
+    return path
+
+
+def create(
+    master: str = DEFAULT_MASTER,
+    *,
+    app_name: str = "courier-analysis",
+    driver_memory: str = DEFAULT_DRIVER_MEMORY,
+) -> SparkSession:
+    """Start (or join) a Spark session configured for small aggregate-heavy jobs."""
+    log_option = f"-Dlog4j2.configurationFile=file:{_log_config()}"
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", driver_memory)
+        .config("spark.driver.extraJavaOptions", log_option)
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextlib.contextmanager
+def opened(master: str = DEFAULT_MASTER) -> Iterator[SparkSession]:
+    """A session for one pipeline run; stopped afterwards only if this call started it."""
+    existing = SparkSession.getActiveSession()
+    spark = existing or create(master)
+    try:
+        yield spark
+    finally:
+        if existing is None:
+            spark.stop()

@@ -1,0 +1,302 @@
+"""Generated experiment directories, for tests, benchmarks and demos.
+
+``write_experiment(path)`` writes a manifest and every record kind for a full
+factorial design, with records drawn from numpy's generator: response times are
+built from server-side components plus network and codec time, so every field is
+consistent with its definition in ``courier.lab.records``. Each factor level
+multiplies latency (level index i scales it by ``1 + latency_step * i``), so the
+factor analyses have effects to find. Large runs are written in chunks.
+
+    >>> from pathlib import Path
+    >>> import tempfile
+    >>> root = write_experiment(Path(tempfile.mkdtemp()) / "exp", requests_per_run=100)
+    >>> (root / "manifest.json").is_file()
+    True
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from courier.lab import records
+
+NS_PER_S = 1_000_000_000
+BASE_START_NS = 1_750_000_000 * NS_PER_S
+DEFAULT_FACTORS: dict[str, list[Any]] = {"clients": [1, 8]}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What each run of a generated experiment looks like."""
+
+    requests_per_run: int = 2_000
+    duration_s: float = 30.0
+    warmup_s: float = 5.0
+    cooldown_s: float = 5.0
+    clients: int = 4
+    instances: tuple[str, ...] = ("127.0.0.1:7400", "127.0.0.1:7401")
+    operations: tuple[str, ...] = ("send", "pop", "peek")
+    miss_rate: float = 0.05
+    error_rate: float = 0.01
+    latency_step: float = 0.5
+    depth_trend_per_s: float = 0.0
+    kinds: tuple[str, ...] = tuple(records.FIELDS)
+    chunk_rows: int = 1_000_000
+
+
+def write_experiment(
+    path: Path,
+    *,
+    name: str = "synthetic",
+    factors: Mapping[str, Sequence[Any]] | None = None,
+    replications: int = 1,
+    seed: int = 0,
+    arrival: str = "closed",
+    **shape: Any,
+) -> Path:
+    """Write a generated experiment directory at ``path`` and return it.
+
+    ``arrival`` goes into the spec's ``[workload]`` like the lab's (an ``arrival``
+    factor overrides it per run). Keyword arguments beyond these override fields
+    of ``Shape``.
+    """
+    form = Shape(**shape)
+    declared = {k: list(v) for k, v in (DEFAULT_FACTORS if factors is None else factors).items()}
+    rng = np.random.default_rng(seed)
+    runs = []
+    combos = list(itertools.product(*declared.values())) if declared else [()]
+    for index, (combo, replication) in enumerate(itertools.product(combos, range(replications))):
+        levels = dict(zip(declared, combo, strict=True))
+        scale = _latency_scale(levels, declared, form.latency_step)
+        run = _run_entry(f"r{index:03d}", index, levels, replication, form)
+        _write_run(path / run["run_id"], run, scale, form, rng)
+        runs.append(run)
+    _write_manifest(path, name, declared, runs, form, seed, arrival)
+    return path
+
+
+def _latency_scale(
+    levels: Mapping[str, Any], declared: Mapping[str, list[Any]], step: float
+) -> float:
+    scale = 1.0
+    for factor, level in levels.items():
+        scale *= 1.0 + step * declared[factor].index(level)
+    return scale
+
+
+def _run_entry(
+    run_id: str, index: int, levels: dict[str, Any], replication: int, form: Shape
+) -> dict[str, Any]:
+    start = BASE_START_NS + index * round((form.duration_s + 1) * NS_PER_S)
+    return {
+        "run_id": run_id,
+        "levels": levels,
+        "replication": replication,
+        "warmup_s": form.warmup_s,
+        "cooldown_s": form.cooldown_s,
+        "start_ns": start,
+        "end_ns": start + round(form.duration_s * NS_PER_S),
+    }
+
+
+def _write_manifest(
+    path: Path,
+    name: str,
+    declared: dict[str, list[Any]],
+    runs: list[Any],
+    form: Shape,
+    seed: int,
+    arrival: str,
+) -> None:
+    spec = {
+        "generator": "courier.analysis.synthetic",
+        "seed": seed,
+        "requests_per_run": form.requests_per_run,
+        "duration_s": form.duration_s,
+        "workload": {"arrival": arrival},
+    }
+    document = {
+        "name": name,
+        "spec": spec,
+        "factors": declared,
+        "runs": runs,
+        "git_revision": None,
+        "packages": {},
+        "machine": {"generated": True},
+    }
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "manifest.json").write_text(json.dumps(document, indent=2))
+
+
+def _write_run(
+    run_dir: Path, run: dict[str, Any], scale: float, form: Shape, rng: np.random.Generator
+) -> None:
+    written = 0
+    chunk = 0
+    while written < form.requests_per_run:
+        n = min(form.chunk_rows, form.requests_per_run - written)
+        client, server = _requests(run, written, n, scale, form, rng)
+        _write(run_dir, records.CLIENT_REQUESTS, f"load-{chunk}", client, form)
+        _write(run_dir, records.SERVER_REQUESTS, f"serve-{chunk}", server, form)
+        written += n
+        chunk += 1
+    seconds = np.arange(int(form.duration_s), dtype=np.int64)
+    samples = run["start_ns"] + seconds * NS_PER_S + NS_PER_S // 2
+    _write(run_dir, records.RESOURCES, "monitor-0", _resources(run, samples, form, rng), form)
+    _write(run_dir, records.GC_PAUSES, "monitor-0", _gc_pauses(run, form, rng), form)
+    _write(run_dir, records.DB_STATS, "monitor-0", _db_stats(run, samples, rng), form)
+    _write(run_dir, records.QUEUE_DEPTHS, "monitor-0", _depths(run, samples, form, rng), form)
+
+
+def _write(run_dir: Path, kind: str, stem: str, columns: dict[str, Any], form: Shape) -> None:
+    if kind not in form.kinds:
+        return
+    schema = records.arrow_schema(kind)
+    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
+    (run_dir / kind).mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_arrays(arrays, schema=schema), run_dir / kind / f"{stem}.parquet")
+
+
+def _durations(rng: np.random.Generator, median_us: float, n: int, scale: float) -> np.ndarray:
+    """Log-normal durations in nanoseconds, at least 1 µs."""
+    values = rng.lognormal(np.log(median_us * 1_000 * scale), 0.5, n)
+    return np.maximum(values, 1_000).astype(np.int64)
+
+
+def _requests(
+    run: dict[str, Any], first: int, n: int, scale: float, form: Shape, rng: np.random.Generator
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    client_ids = rng.integers(1, form.clients + 1, n)
+    operations = np.asarray(form.operations)[rng.integers(0, len(form.operations), n)]
+    status = _statuses(operations, form, rng)
+    servers = np.asarray(form.instances)[client_ids % len(form.instances)]
+    span = run["end_ns"] - run["start_ns"]
+    start = run["start_ns"] + np.sort(rng.integers(0, span, n))
+    server = {
+        "run_id": np.full(n, run["run_id"]),
+        "instance": servers,
+        "client_id": client_ids,
+        "request_id": np.arange(first, first + n, dtype=np.int64),
+        "operation": operations,
+        "status": status,
+        "queued_ns": _durations(rng, 50, n, scale),
+        "pool_wait_ns": _durations(rng, 30, n, scale),
+        "db_exec_ns": _durations(rng, 200, n, scale),
+        "deserialize_ns": _durations(rng, 5, n, 1.0),
+        "serialize_ns": _durations(rng, 5, n, 1.0),
+    }
+    db_rest = _durations(rng, 100, n, scale)
+    server["db_round_trip_ns"] = server["db_exec_ns"] + db_rest
+    server_other = _durations(rng, 20, n, 1.0)
+    server["total_ns"] = (
+        server["queued_ns"]
+        + server["pool_wait_ns"]
+        + server["db_round_trip_ns"]
+        + server["deserialize_ns"]
+        + server["serialize_ns"]
+        + server_other
+    )
+    client = {
+        "run_id": server["run_id"],
+        "process": np.char.add("load-", (client_ids % 2).astype(str)),
+        "behaviour": np.full(n, "mixed"),
+        "server": servers,
+        "client_id": client_ids,
+        "request_id": server["request_id"],
+        "operation": operations,
+        "status": status,
+        "start_ns": start,
+        "serialize_ns": _durations(rng, 8, n, 1.0),
+        "deserialize_ns": _durations(rng, 8, n, 1.0),
+        "bytes_sent": rng.integers(24, 512, n),
+        "bytes_received": rng.integers(16, 512, n),
+    }
+    network = _durations(rng, 80, n, 1.0)
+    client["response_ns"] = (
+        client["serialize_ns"] + client["deserialize_ns"] + network + server["total_ns"]
+    )
+    server["receive_ns"] = start + client["serialize_ns"] + network // 2
+    return client, server
+
+
+def _statuses(operations: np.ndarray, form: Shape, rng: np.random.Generator) -> np.ndarray:
+    draw = rng.random(len(operations))
+    reads = operations != "send"
+    status = np.full(len(operations), "OK", dtype=object)
+    status[reads & (draw < form.miss_rate)] = "QUEUE_EMPTY"
+    status[draw > 1 - form.error_rate] = "QUEUE_NOT_FOUND"
+    return status
+
+
+def _processes(form: Shape) -> list[tuple[str, str]]:
+    return [("load-0", "client"), ("load-1", "client"), ("postgres", "database")] + [
+        (f"serve-{instance}", "middleware") for instance in form.instances
+    ]
+
+
+def _resources(
+    run: dict[str, Any], samples: np.ndarray, form: Shape, rng: np.random.Generator
+) -> dict[str, Any]:
+    processes = _processes(form)
+    count = len(samples)
+    return {
+        "run_id": np.full(count * len(processes), run["run_id"]),
+        "process": np.repeat([p for p, _ in processes], count),
+        "tier": np.repeat([t for _, t in processes], count),
+        "ts_ns": np.tile(samples, len(processes)),
+        "cpu_percent": rng.uniform(5, 95, count * len(processes)),
+        "rss_bytes": rng.integers(50, 200, count * len(processes)) * 2**20,
+    }
+
+
+def _gc_pauses(run: dict[str, Any], form: Shape, rng: np.random.Generator) -> dict[str, Any]:
+    n = max(1, int(form.duration_s))
+    span = run["end_ns"] - run["start_ns"]
+    return {
+        "run_id": np.full(n, run["run_id"]),
+        "process": np.asarray(["load-0", "load-1"])[rng.integers(0, 2, n)],
+        "ts_ns": run["start_ns"] + np.sort(rng.integers(0, span, n)),
+        "generation": rng.integers(0, 3, n).astype(np.int32),
+        "duration_ns": _durations(rng, 500, n, 1.0),
+        "collected": rng.integers(0, 5_000, n),
+    }
+
+
+def _db_stats(run: dict[str, Any], samples: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+    count = len(samples)
+    return {
+        "run_id": np.full(count, run["run_id"]),
+        "ts_ns": samples,
+        "db_size_bytes": 8 * 2**20 + np.cumsum(rng.integers(0, 4096, count)),
+        "xact_commit": np.cumsum(rng.integers(100, 200, count)),
+        "xact_rollback": np.cumsum(rng.integers(0, 2, count)),
+        "messages": rng.poisson(100, count),
+    }
+
+
+def _depths(
+    run: dict[str, Any], samples: np.ndarray, form: Shape, rng: np.random.Generator
+) -> dict[str, Any]:
+    queues = np.arange(1, 4, dtype=np.int64)
+    elapsed = np.repeat((samples - run["start_ns"]) / NS_PER_S, len(queues))
+    trend = np.round(form.depth_trend_per_s * elapsed / len(queues)).astype(np.int64)
+    return {
+        "run_id": np.full(len(elapsed), run["run_id"]),
+        "ts_ns": np.repeat(samples, len(queues)),
+        "queue_id": np.tile(queues, len(samples)),
+        "messages": rng.poisson(30, len(elapsed)) + trend,
+    }
+
+
+def kinds_except(*excluded: str) -> tuple[str, ...]:
+    """All record kinds but the given ones (for ``kinds=``)."""
+    return tuple(kind for kind in records.FIELDS if kind not in excluded)

@@ -1,0 +1,68 @@
+"""Small result tables: what the statistics produce and the report shows.
+
+A Table is already aggregated (one row per run, operation, window, ...), so it
+lives on the driver as plain Python values and is written as Parquet and CSV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class Table:
+    """A named table; ``name`` is its file stem, ``title`` its caption.
+
+    ``applies`` optionally names a boolean column: in a row where it is false, an
+    empty cell means "not applicable" rather than "unknown", and the report shows
+    it as n/a (the files hold a null either way).
+    """
+
+    name: str
+    title: str
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    note: str = ""
+    applies: str = ""
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def column(self, name: str) -> list[Any]:
+        index = self.columns.index(name)
+        return [row[index] for row in self.rows]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+
+    def where(self, **equal: Any) -> list[dict[str, Any]]:
+        """The rows, as dicts, whose named columns hold the given values."""
+        return [r for r in self.records() if all(r[k] == v for k, v in equal.items())]
+
+    def to_arrow(self) -> pa.Table:
+        data = {name: self.column(name) for name in self.columns}
+        return pa.Table.from_pydict(data)
+
+
+def from_records(
+    name: str,
+    title: str,
+    rows: Sequence[Mapping[str, Any]],
+    columns: Iterable[str],
+    note: str = "",
+    applies: str = "",
+) -> Table:
+    """A table from dict rows, keeping the given column order."""
+    order = tuple(columns)
+    cells = [tuple(row.get(c) for c in order) for row in rows]
+    return Table(name, title, order, cells, note, applies)
+
+
+def collect(df: DataFrame) -> list[dict[str, Any]]:
+    """Rows of an aggregated (small) DataFrame as dicts, in its column order."""
+    return [row.asDict(recursive=True) for row in df.collect()]

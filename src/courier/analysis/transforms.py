@@ -1,0 +1,155 @@
+"""Pure DataFrame -> DataFrame steps, chained with ``DataFrame.transform``.
+
+Each function starts and ends by selecting its columns, so what goes in and what
+comes out is visible at a glance. None of them triggers a Spark job.
+
+Outcomes: status ``OK`` is ``ok``; ``QUEUE_EMPTY`` and ``NO_MESSAGE`` are ``miss``,
+the normal answer of a read that found nothing (counted apart, but their response
+times are real work and are kept in the latency figures); any other status is an
+``error``, counted and kept out of the latency figures.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as sf
+
+from courier.analysis import io
+from courier.lab import records
+
+OK = "ok"
+MISS = "miss"
+ERROR = "error"
+MISS_STATUSES = ("QUEUE_EMPTY", "NO_MESSAGE")
+NS_PER_MS = 1e6
+NS_PER_S = 1e9
+
+CLIENT_COLUMNS = io.SPARK_SCHEMAS[records.CLIENT_REQUESTS].fieldNames()
+CLASSIFIED_COLUMNS = [*CLIENT_COLUMNS, "outcome", "latency_ms"]
+COMPONENTS = (
+    "queued",
+    "pool_wait",
+    "db_exec",
+    "db_rest",
+    "server_other",
+    "serialization",
+    "network",
+)
+
+
+def millis(column: str) -> Column:
+    return sf.col(column) / NS_PER_MS
+
+
+def outcome_of(status: Column) -> Column:
+    return (
+        sf.when(status == "OK", sf.lit(OK))
+        .when(status.isin(*MISS_STATUSES), sf.lit(MISS))
+        .otherwise(sf.lit(ERROR))
+    )
+
+
+def classify(requests: DataFrame) -> DataFrame:
+    """Client requests with ``outcome`` and ``latency_ms`` (null for errors)."""
+    outcome = outcome_of(sf.col("status"))
+    latency = sf.when(outcome != ERROR, millis("response_ns"))
+    return requests.select(*CLIENT_COLUMNS, outcome.alias("outcome"), latency.alias("latency_ms"))
+
+
+def trim(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+    """Only the records whose ``instant`` lies in their run's measured interval."""
+    return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
+
+
+def within_run(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+    """Only the records whose ``instant`` lies in their run's whole extent."""
+    return _between(records_df, bounds, instant, "start_ns", "end_ns")
+
+
+def _between(
+    records_df: DataFrame, bounds: DataFrame, instant: str, first: str, last: str
+) -> DataFrame:
+    """Keeps ``first <= instant < last``, both taken from the run's bounds."""
+    columns = records_df.columns
+    limits = bounds.select("run_id", sf.col(first).alias("_from"), sf.col(last).alias("_until"))
+    joined = records_df.join(sf.broadcast(limits), on="run_id", how="inner")
+    at = sf.col(instant)
+    return joined.where((at >= sf.col("_from")) & (at < sf.col("_until"))).select(*columns)
+
+
+def with_run_time(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+    """Adds ``t_s``: seconds from the run's start to ``instant``."""
+    columns = records_df.columns
+    starts = bounds.select("run_id", sf.col("start_ns").alias("run_start_ns"))
+    joined = records_df.join(sf.broadcast(starts), on="run_id", how="inner")
+    t_s = (sf.col(instant) - sf.col("run_start_ns")) / NS_PER_S
+    return joined.select(*columns, t_s.alias("t_s"))
+
+
+def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
+    """Adds ``window``: the index of the ``window_s``-long window ``t_s`` falls in."""
+    columns = [c for c in records_df.columns if c != "window"]
+    window = sf.floor(sf.col("t_s") / sf.lit(window_s)).cast("long")
+    return records_df.select(*columns, window.alias("window"))
+
+
+def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
+    """Each classified client request beside the server record of the same request."""
+    keys = ["run_id", "client_id", "request_id"]
+    server_side = server.select(
+        *keys,
+        "instance",
+        "queued_ns",
+        "pool_wait_ns",
+        "db_round_trip_ns",
+        "db_exec_ns",
+        sf.col("deserialize_ns").alias("server_deserialize_ns"),
+        sf.col("serialize_ns").alias("server_serialize_ns"),
+        "total_ns",
+    )
+    client_side = client.select(
+        *keys,
+        "operation",
+        "outcome",
+        "response_ns",
+        sf.col("serialize_ns").alias("client_serialize_ns"),
+        sf.col("deserialize_ns").alias("client_deserialize_ns"),
+    )
+    joined = client_side.join(server_side, on=keys, how="inner")
+    return joined.select(*client_side.columns, *server_side.columns[len(keys) :])
+
+
+def components(joined: DataFrame) -> DataFrame:
+    """Splits each joined request's response time into components, in milliseconds.
+
+    The components add up to the client's response time: network is the client's
+    response time minus the server's total time, less the client's own encoding
+    and decoding (which count as serialization, with the server's).
+    """
+    codec_client = sf.col("client_serialize_ns") + sf.col("client_deserialize_ns")
+    codec_server = sf.col("server_deserialize_ns") + sf.col("server_serialize_ns")
+    accounted = (
+        sf.col("queued_ns") + sf.col("pool_wait_ns") + sf.col("db_round_trip_ns") + codec_server
+    )
+    parts = {
+        "queued": sf.col("queued_ns"),
+        "pool_wait": sf.col("pool_wait_ns"),
+        "db_exec": sf.col("db_exec_ns"),
+        "db_rest": sf.col("db_round_trip_ns") - sf.col("db_exec_ns"),
+        "server_other": sf.col("total_ns") - accounted,
+        "serialization": codec_client + codec_server,
+        "network": sf.col("response_ns") - sf.col("total_ns") - codec_client,
+    }
+    return joined.select(
+        "run_id",
+        "operation",
+        "outcome",
+        (sf.col("response_ns") / NS_PER_MS).alias("response_ms"),
+        *[(value / NS_PER_MS).alias(f"{name}_ms") for name, value in parts.items()],
+    )
+
+
+def total_queue_depth(depths: DataFrame) -> DataFrame:
+    """Messages in all queues together at each sample instant of each run."""
+    totals = depths.groupBy("run_id", "ts_ns").agg(sf.sum("messages").alias("messages"))
+    return totals.select("run_id", "ts_ns", sf.col("messages").cast("long").alias("messages"))

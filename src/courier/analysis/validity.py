@@ -1,0 +1,111 @@
+"""Is a saturation run valid? Two criteria, both at 95% confidence where tested.
+
+Only saturation runs are judged: open-loop runs, whose clients start requests at
+Poisson arrivals however slowly the replies come (``arrival = "open"``). In a
+closed loop the offered load follows the system's speed, so a growing queue or a
+slow p90 says how the workload is built, not whether the system keeps up; such
+runs get their measurements but no verdict ("n/a").
+
+1. Delivery time: p90 at most 5 s. The records do not link a send to the pop of
+   the same message (no message id is recorded), so the verdict uses the p90
+   response time of the run's measured requests instead, and says so.
+2. Queue depth is stable: the least-squares slope of the total queue depth over
+   the measured interval is not significantly different from zero (t-test).
+
+A run without queue-depth samples gets no stability verdict (and so no overall one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import DataFrame
+
+from courier.analysis import stats, tables
+
+MAX_P90_MS = 5_000.0
+METHOD = (
+    "Delivery time is approximated by response time: the records do not link a "
+    "send to the pop of the same message, so the p90 criterion is applied to the "
+    "p90 response time of all measured (non-error) requests of the run."
+)
+SCOPE = (
+    "Only saturation runs are judged: open-loop runs, whose clients start requests at "
+    'Poisson arrivals at a fixed rate (arrival = "open", as in experiments/saturation.toml). '
+    "In a closed loop each client waits for its reply before the next request, so the "
+    "offered load follows the system's speed and the criteria do not apply: those runs "
+    "show their measurements with n/a as verdict."
+)
+COLUMNS = (
+    "run_id",
+    "config",
+    "arrival",
+    "judged",
+    "p90_ms",
+    "p90_ok",
+    "depth_samples",
+    "depth_slope_per_s",
+    "slope_ci_low",
+    "slope_ci_high",
+    "slope_p_value",
+    "depth_stable",
+    "valid",
+)
+
+
+def depth_regression(timed_depths: DataFrame) -> DataFrame:
+    """Regression aggregates of total queue depth on time (``t_s``) per run."""
+    grouped = timed_depths.groupBy("run_id").agg(*stats.regression_exprs("t_s", "messages"))
+    return grouped.select("run_id", "n", "mean_x", "mean_y", "var_x", "var_y", "cov_xy")
+
+
+def verdict(
+    run_id: str,
+    config: str,
+    arrival: str,
+    p90_ms: float | None,
+    depth: stats.SlopeTest | None,
+) -> dict[str, Any]:
+    """The validity row of one run; only an open-loop run gets verdicts."""
+    judged = arrival == "open"
+    p90_ok = None if p90_ms is None or not judged else p90_ms <= MAX_P90_MS
+    stable = None if depth is None or not judged else not depth.significant
+    valid = None if p90_ok is None or stable is None else p90_ok and stable
+    return {
+        "run_id": run_id,
+        "config": config,
+        "arrival": arrival,
+        "judged": judged,
+        "p90_ms": p90_ms,
+        "p90_ok": p90_ok,
+        "depth_samples": depth.n if depth else 0,
+        "depth_slope_per_s": depth.slope if depth else None,
+        "slope_ci_low": depth.ci_low if depth else None,
+        "slope_ci_high": depth.ci_high if depth else None,
+        "slope_p_value": depth.p_value if depth else None,
+        "depth_stable": stable,
+        "valid": valid,
+    }
+
+
+def table(
+    configs: Mapping[str, str],
+    arrivals: Mapping[str, str],
+    p90: Mapping[str, float | None],
+    depth_rows: Mapping[str, Mapping[str, Any]],
+) -> tables.Table:
+    """Verdicts of every run, in run order; runs not judged show n/a."""
+    rows = []
+    for run_id, config in configs.items():
+        depth_row = depth_rows.get(run_id)
+        depth = stats.slope_test(depth_row) if depth_row else None
+        rows.append(verdict(run_id, config, arrivals[run_id], p90.get(run_id), depth))
+    return tables.from_records(
+        "validity", "Validity of saturation runs", rows, COLUMNS, note=METHOD, applies="judged"
+    )
+
+
+def judged_runs(validity: tables.Table) -> list[str]:
+    """The run ids the verdict applies to."""
+    return [row["run_id"] for row in validity.records() if row["judged"]]

@@ -1,0 +1,322 @@
+"""One-shot client commands: `courier send`, `courier pop`, `courier queue list`, ...
+
+Each command connects, logs in as --as NAME, does one thing and logs out; the
+interactive shell (`courier shell`) runs the very same commands on its own client.
+Queues are named by name, or by id when the argument is all digits. Exit codes and
+the shared options are listed in ``courier.cli.common``.
+
+Request/reply from the command line:
+
+    courier request jobs "resize 17" --as alice --timeout 60       # waits for the reply
+    courier receive jobs --as bob --json > job.json                # elsewhere: take it
+    courier reply --as bob --to job.json "done"                    # and answer it
+
+``courier reply`` answers the message in a file written by ``receive --json``
+(``--to -`` reads it from stdin), or the one named by --queue, --receiver and
+--context (which ``courier receive`` prints); in the shell, it answers the last
+message received.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime
+from typing import Any
+
+import click
+
+from courier import errors, models
+from courier.cli import common
+
+ORDER = click.Choice([order.value for order in models.Order])
+
+
+def queue_ref(text: str) -> int | str:
+    """A queue argument: an id when it is all digits, else a name."""
+    return int(text) if text.isdigit() else text
+
+
+def read_body(body: str) -> str:
+    """The message body; ``-`` reads it from stdin."""
+    return sys.stdin.read() if body == "-" else body
+
+
+# -- clients ---------------------------------------------------------------------------
+
+
+@click.command(cls=common.Command)
+@click.argument("name")
+@click.option("--read-only", is_flag=True, help="The client may read but never send.")
+@common.client_options
+def register(name: str, read_only: bool) -> None:
+    """Register a client called NAME (then use it with --as NAME)."""
+    mode = models.ClientMode.READ_ONLY if read_only else models.ClientMode.READ_WRITE
+    with common.client(login=False) as client:
+        info = client.register(name, mode)
+    common.emit(info, lambda: common.say(f"registered client {info.name!r}: id {info.id}, {mode}"))
+
+
+@click.command(cls=common.Command)
+@common.client_options
+def ping() -> None:
+    """Measure the round trip to a server."""
+    with common.client(login=False) as client:
+        seconds = client.ping()
+        server = client.server
+    result = {"server": server, "round_trip_ms": seconds * 1000}
+    common.emit(result, lambda: common.say(f"pong from {server} in {seconds * 1000:.2f} ms"))
+
+
+# -- queues ----------------------------------------------------------------------------
+
+
+@click.group(cls=common.Group)
+def queue() -> None:
+    """Create, delete, show and list queues."""
+
+
+@queue.command()
+@click.argument("name")
+@common.client_options
+def create(name: str) -> None:
+    """Create a queue called NAME."""
+    with common.client() as client:
+        made = client.create_queue(name)
+    common.emit(made, lambda: common.say(f"created queue {made.name!r} (id {made.id})"))
+
+
+@queue.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--if-empty", is_flag=True, help="Refuse if messages remain.")
+@common.client_options
+def delete(queue_name: str, if_empty: bool) -> None:
+    """Delete QUEUE and every message in it."""
+    with common.client() as client:
+        client.delete_queue(queue_ref(queue_name), if_empty=if_empty)
+    common.emit({"deleted": queue_ref(queue_name)}, lambda: common.say(f"deleted {queue_name}"))
+
+
+@queue.command()
+@click.argument("queue_name", metavar="QUEUE")
+@common.client_options
+def show(queue_name: str) -> None:
+    """Show QUEUE with its message count."""
+    with common.client() as client:
+        found = client.get_queue(queue_ref(queue_name))
+    common.emit(found, lambda: show_queues(None, [found]))
+
+
+@queue.command(name="list")
+@common.client_options
+def list_queues() -> None:
+    """List every queue with its message count."""
+    with common.client() as client:
+        queues = client.list_queues()
+    common.emit(queues, lambda: show_queues("queues", queues, empty="no queues yet"))
+
+
+@click.command(cls=common.Command)
+@common.client_options
+def waiting() -> None:
+    """List the queues holding messages I can read, with how many."""
+    with common.client() as client:
+        queues = client.queues_for_me()
+    common.emit(queues, lambda: show_queues("messages for me", queues, empty="nothing for me"))
+
+
+def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") -> None:
+    if not queues:
+        common.say(empty)
+        return
+    rows: list[list[Any]] = [[q.id, q.name, q.message_count] for q in queues]
+    common.table(title, ["id", "name", "messages"], rows)
+
+
+# -- messages --------------------------------------------------------------------------
+
+
+@click.command(cls=common.Command)
+@click.argument("queues", nargs=-1, required=True, metavar="QUEUE...")
+@click.argument("body")
+@click.option("--receiver", type=int, help="Only this client id may read it.")
+@click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@click.option("--context", type=int, help="Context number (for replies).")
+@common.client_options
+def send(
+    queues: tuple[str, ...], body: str, receiver: int | None, priority: int, context: int | None
+) -> None:
+    """Send BODY (- reads stdin) to one or more queues; prints the message ids."""
+    refs = [queue_ref(name) for name in queues]
+    with common.client() as client:
+        ids = client.send(
+            refs, read_body(body), receiver=receiver, priority=priority, context=context
+        )
+    listed = ", ".join(map(str, ids))
+    common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
+
+
+def read_options(command: Any) -> Any:
+    command = click.option("--sender", type=int, help="Only messages from this client id.")(command)
+    return click.option("--order", type=ORDER, default="time", show_default=True)(command)
+
+
+@click.command(cls=common.Command)
+@click.argument("queue_name", metavar="[QUEUE]", required=False)
+@read_options
+@common.client_options
+def peek(queue_name: str | None, sender: int | None, order: str) -> None:
+    """Show the next message for me without taking it (exit 6 if none)."""
+    with common.client() as client:
+        message = client.peek(
+            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order
+        )
+    show_message(message)
+
+
+@click.command(cls=common.Command)
+@click.argument("queue_name", metavar="[QUEUE]", required=False)
+@read_options
+@common.client_options
+def pop(queue_name: str | None, sender: int | None, order: str) -> None:
+    """Take the next message for me (exit 6 if none)."""
+    with common.client() as client:
+        message = client.pop(
+            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order
+        )
+    show_message(message)
+
+
+@click.command(cls=common.Command)
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
+@read_options
+@common.client_options
+def receive(queue_name: str, timeout: float, sender: int | None, order: str) -> None:
+    """Take the next message for me, waiting for one to arrive (exit 6 on timeout)."""
+    with common.client() as client:
+        message = client.receive(queue_ref(queue_name), timeout=timeout, sender=sender, order=order)
+    show_message(message, f"no message arrived within {timeout:g}s")
+
+
+@click.command(cls=common.Command)
+@click.argument("queue_name", metavar="QUEUE")
+@click.argument("body")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
+@click.option("--receiver", type=int, help="Only this client id may take the request.")
+@click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@common.client_options
+def request(
+    queue_name: str, body: str, timeout: float, receiver: int | None, priority: int
+) -> None:
+    """Send BODY to QUEUE as a request and wait for the reply (exit 15 on timeout)."""
+    with common.client() as client:
+        answer = client.request(
+            queue_ref(queue_name),
+            read_body(body),
+            timeout=timeout,
+            receiver=receiver,
+            priority=priority,
+        )
+    show_message(answer, how_to_reply=False)
+
+
+@click.command(cls=common.Command)
+@click.argument("body")
+@click.option(
+    "--to", "to_file", type=click.File("r"), help="A message from `receive --json`; - is stdin."
+)
+@click.option("--queue", "queue_name", help="Queue of the request (with --receiver, --context).")
+@click.option("--receiver", type=int, help="Client id of the requester.")
+@click.option("--context", type=int, help="Context of the request.")
+@click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@common.client_options
+def reply(
+    body: str,
+    to_file: Any,
+    queue_name: str | None,
+    receiver: int | None,
+    context: int | None,
+    priority: int,
+) -> None:
+    """Answer a request message with BODY.
+
+    Name the request with --to FILE (what `courier receive --json` printed; - reads
+    stdin), or with --queue, --receiver and --context; in the shell, the last message
+    read is answered when none is named.
+    """
+    # Read the request before logging in: piped from `courier receive --as NAME`, the
+    # input ends only once that process has logged NAME out.
+    request = request_to_answer(to_file, (queue_name, receiver, context))
+    with common.client() as client:
+        if request is not None:
+            message_id = client.reply(request, body, priority=priority)
+        else:
+            target = queue_ref(queue_name or "")
+            sent = client.send(target, body, receiver=receiver, priority=priority, context=context)
+            message_id = sent[0]
+    common.emit({"message_id": message_id}, lambda: common.say(f"sent reply {message_id}"))
+
+
+def request_to_answer(to_file: Any, explicit: tuple[object, ...]) -> models.Message | None:
+    """The message named by --to, or the shell's last one; None when given explicitly."""
+    if to_file is not None:
+        return message_from_json(to_file.read())
+    if None not in explicit:
+        return None
+    shell = common.shell_state()
+    if any(value is not None for value in explicit) or shell is None or shell.last_message is None:
+        raise click.UsageError(
+            "say what to answer: --to FILE, or --queue, --receiver and --context"
+        )
+    return shell.last_message
+
+
+def message_from_json(text: str) -> models.Message:
+    """A message as ``receive --json`` printed it."""
+    try:
+        data = json.loads(text)
+        return models.Message(
+            id=int(data["id"]),
+            queue=int(data["queue"]),
+            sender=int(data["sender"]),
+            receiver=data.get("receiver"),
+            context=data.get("context"),
+            priority=int(data.get("priority", models.DEFAULT_PRIORITY)),
+            created_at=datetime.fromisoformat(data["created_at"]),
+            body=str(data.get("body", "")),
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise click.BadParameter(f"not a message from `courier receive --json`: {exc}") from exc
+
+
+def show_message(
+    message: models.Message | None, none: str = "no message", *, how_to_reply: bool = True
+) -> None:
+    """Print a message read, or fail with NoMessage (exit code 6) if there was none."""
+    shell = common.shell_state()
+    if message is None:
+        common.emit(None, lambda: None)
+        raise errors.NoMessage(none)
+    if shell is not None:
+        shell.last_message = message
+    hint = how_to_reply and message.context is not None
+    common.emit(message, lambda: print_message(message, hint=hint, in_shell=shell is not None))
+
+
+def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> None:
+    to = "anyone" if message.receiver is None else f"client {message.receiver}"
+    common.say(
+        f"message {message.id} in queue {message.queue} from client {message.sender} to {to}"
+        f" (priority {message.priority}, {message.created_at.astimezone():%Y-%m-%d %H:%M:%S})"
+    )
+    common.say(message.body)
+    if not hint:
+        return
+    if in_shell:
+        common.note(f"(context {message.context}; answer with: reply BODY)")
+    else:
+        common.note(
+            f"(context {message.context}; answer with: courier reply --queue {message.queue}"
+            f" --receiver {message.sender} --context {message.context} BODY)"
+        )

@@ -1,0 +1,99 @@
+"""`courier console`: serve the web console until Ctrl-C.
+
+    courier console [--host 127.0.0.1] [--port 8080] [--dsn DSN] [--admin-token TOKEN]
+
+Without --dsn the console reads the database that `courier up` started (its state
+file in the data dir), else the local embedded database if it runs. Without
+--admin-token (or COURIER_ADMIN_TOKEN) it uses the token `courier up` recorded, else
+it generates one; either way it prints the token once at start.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from courier import config
+from courier.console import auth, settings
+from courier.db import embedded
+
+UP_STATE_FILE = "up.json"
+EMBEDDED_DIR = "pg"  # the embedded database's place in the data dir
+
+
+def up_state(data_dir: Path) -> dict[str, Any]:
+    """What `courier up` recorded about the system it started; empty if nothing."""
+    try:
+        found = json.loads((data_dir / UP_STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def local_dsn(data_dir: Path) -> str | None:
+    """The DSN of the running local database: `courier up`'s, else the embedded one."""
+    recorded = up_state(data_dir).get("dsn")
+    if isinstance(recorded, str) and recorded:
+        return recorded
+    server = embedded.EmbeddedPostgres(data_dir / EMBEDDED_DIR)
+    if server.status().state is not embedded.State.RUNNING:
+        return None
+    return server.dsn
+
+
+def resolve_token(given: str | None, data_dir: Path) -> tuple[str, str | None]:
+    """The admin token, and where it came from when the user has not seen it yet."""
+    if given:
+        return given, None
+    recorded = up_state(data_dir).get("admin_token")
+    if isinstance(recorded, str) and recorded:
+        return recorded, "recorded by `courier up`"
+    return auth.generate_token(), "generated"
+
+
+@click.command()
+@click.option("--dsn", default=None, help="PostgreSQL DSN (default: the local database).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", default=config.DEFAULT_CONSOLE_PORT, show_default=True, help="HTTP port.")
+@click.option(
+    "--admin-token",
+    envvar="COURIER_ADMIN_TOKEN",
+    default=None,
+    help="Token for the admin actions (default: `courier up`'s, else a new one, printed once).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="COURIER_DATA_DIR",
+    default=None,
+    help="Where `courier up` keeps its state (default: ~/.local/share/courier).",
+)
+@click.option("--refresh-ms", default=2000, show_default=True, help="How often pages refresh.")
+@click.option("--log-level", default="warning", show_default=True, help="uvicorn's log level.")
+def console(
+    dsn: str | None,
+    host: str,
+    port: int,
+    admin_token: str | None,
+    data_dir: Path | None,
+    refresh_ms: int,
+    log_level: str,
+) -> None:
+    """Serve the management console: live overview, clients, queues, messages."""
+    from courier.console import serving  # the web stack loads only for this command
+
+    data_dir = (data_dir or config.default_data_dir()).expanduser()
+    chosen_dsn = dsn or local_dsn(data_dir)
+    if not chosen_dsn:
+        raise click.UsageError("no database: pass --dsn, or start one with `courier up`")
+    token, origin = resolve_token(admin_token, data_dir)
+    if origin:
+        click.echo(f"admin token ({origin}; shown once): {token}")
+    console_settings = settings.ConsoleSettings(
+        dsn=chosen_dsn, admin_token=token, host=host, port=port, refresh_ms=refresh_ms
+    )
+    click.echo(f"Courier console on http://{host}:{port}/  (Ctrl-C stops it)")
+    serving.serve_forever(console_settings, log_level.lower())

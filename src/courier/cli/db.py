@@ -1,0 +1,126 @@
+"""`courier db`: run the embedded PostgreSQL, or install the schema on any PostgreSQL.
+
+    courier db start      initialise on first use, start, create and migrate `courier`
+    courier db status     running / stopped (exit 0 only when running)
+    courier db url        the DSN of the `courier` database
+    courier db stop       fast, clean shutdown
+    courier db migrate    install or upgrade the schema (--dsn for an external server)
+
+The data dir defaults to ~/.local/share/courier/pg (--data-dir, COURIER_DATA_DIR).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import click
+
+from courier.db import embedded, schema
+
+# Exit codes of `status`, as init scripts use them (LSB).
+EXIT_RUNNING = 0
+EXIT_DEAD_WITH_PID_FILE = 1
+EXIT_NOT_RUNNING = 3
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def data_dir_option(command: _F) -> _F:
+    return click.option(
+        "--data-dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="COURIER_DATA_DIR",
+        default=None,
+        help="Embedded server's data dir (default: ~/.local/share/courier/pg).",
+    )(command)
+
+
+def _server(data_dir: Path | None) -> embedded.EmbeddedPostgres:
+    return embedded.EmbeddedPostgres(data_dir or embedded.default_data_dir())
+
+
+@click.group()
+def db() -> None:
+    """Run the embedded PostgreSQL, or install the schema on any PostgreSQL."""
+
+
+@db.command()
+@data_dir_option
+def start(data_dir: Path | None) -> None:
+    """Start the embedded server (idempotent) and print its DSN."""
+    try:
+        click.echo(_server(data_dir).start())
+    except embedded.EmbeddedError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@db.command()
+@data_dir_option
+def stop(data_dir: Path | None) -> None:
+    """Stop the embedded server (a no-op when it is not running)."""
+    try:
+        _server(data_dir).stop()
+    except embedded.EmbeddedError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo("stopped")
+
+
+@db.command()
+@data_dir_option
+@click.pass_context
+def status(ctx: click.Context, data_dir: Path | None) -> None:
+    """Say whether the embedded server runs; exit 0 only when it does."""
+    server = _server(data_dir)
+    current = server.status()
+    if current.state is embedded.State.RUNNING:
+        click.echo(f"running (pid {current.pid}) at {server.dsn}")
+    elif current.state is embedded.State.CRASHED:
+        click.echo("stopped (it crashed: postmaster.pid is stale)")
+        ctx.exit(EXIT_DEAD_WITH_PID_FILE)
+    elif current.state is embedded.State.STOPPED:
+        click.echo("stopped")
+        ctx.exit(EXIT_NOT_RUNNING)
+    else:
+        click.echo(f"not initialised: no database cluster in {server.data_dir}")
+        ctx.exit(EXIT_NOT_RUNNING)
+
+
+@db.command()
+@data_dir_option
+def url(data_dir: Path | None) -> None:
+    """Print the DSN of the embedded `courier` database."""
+    try:
+        click.echo(_server(data_dir).dsn)
+    except embedded.EmbeddedError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@db.command()
+@click.option(
+    "--dsn",
+    envvar="COURIER_DSN",
+    default=None,
+    help="PostgreSQL >= 14 to migrate (default: the running embedded server).",
+)
+@data_dir_option
+def migrate(dsn: str | None, data_dir: Path | None) -> None:
+    """Install or upgrade Courier's schema."""
+    target = dsn or _running_embedded_dsn(data_dir)
+    try:
+        applied = asyncio.run(schema.migrate(target))
+    except (OSError, asyncpg.PostgresError, schema.MigrationError) as exc:
+        raise click.ClickException(f"migration failed: {exc}") from exc
+    for name in applied:
+        click.echo(f"applied {name}")
+    click.echo("schema is up to date")
+
+
+def _running_embedded_dsn(data_dir: Path | None) -> str:
+    server = _server(data_dir)
+    if server.status().state is not embedded.State.RUNNING:
+        raise click.UsageError("give --dsn, or start the embedded server with `courier db start`")
+    return server.dsn

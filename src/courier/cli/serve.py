@@ -1,0 +1,134 @@
+"""`courier serve`: run one middleware instance until SIGTERM or Ctrl-C.
+
+Every option is also an environment variable (COURIER_SERVE_PORT, ...; the DSN also
+as COURIER_DSN). Without --dsn the instance uses the local database that
+`courier up` or `courier db start` left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from pathlib import Path
+
+import click
+
+from courier import config, errors
+from courier.cli import up
+from courier.db import embedded
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+DEFAULTS = config.ServerSettings()
+
+
+def local_dsn(data_dir: Path) -> str | None:
+    """The running local database: the one `courier up` recorded, else the embedded
+    server of `courier db start`; None if neither runs."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        recorded = json.loads((data_dir / up.STATE_FILE).read_text()).get("dsn")
+        if isinstance(recorded, str) and recorded:
+            return recorded
+    server = embedded.EmbeddedPostgres(embedded.default_data_dir())
+    if server.status().state is not embedded.State.RUNNING:
+        return None
+    return server.dsn
+
+
+@click.command()
+@click.option(
+    "--dsn",
+    envvar=["COURIER_SERVE_DSN", "COURIER_DSN"],
+    default=None,
+    help="PostgreSQL DSN (default: the local database of `courier up` / `courier db start`).",
+)
+@click.option("--host", default=DEFAULTS.host, show_default=True, help="Address to listen on.")
+@click.option("--port", default=DEFAULTS.port, show_default=True, help="0 picks a free port.")
+@click.option(
+    "--max-clients",
+    default=DEFAULTS.max_clients,
+    show_default=True,
+    help="Connections accepted at once.",
+)
+@click.option(
+    "--pool-size", default=DEFAULTS.pool.max_size, show_default=True, help="Database connections."
+)
+@click.option(
+    "--max-body-bytes",
+    default=DEFAULTS.limits.max_body_bytes,
+    show_default=True,
+    help="Largest message body accepted.",
+)
+@click.option(
+    "--heartbeat-interval", default=DEFAULTS.heartbeat_interval, show_default=True, help="Seconds."
+)
+@click.option(
+    "--instance-ttl",
+    default=DEFAULTS.instance_ttl,
+    show_default=True,
+    help="Seconds of silence after which an instance counts as dead.",
+)
+@click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
+@click.option(
+    "--record-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Record every request (the lab's measurement records) under this directory.",
+)
+@click.option("--run-id", default="", help="Run id written into the records.")
+@click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING, ...")
+def serve(
+    dsn: str | None,
+    host: str,
+    port: int,
+    max_clients: int,
+    pool_size: int,
+    max_body_bytes: int,
+    heartbeat_interval: float,
+    instance_ttl: float,
+    mock: bool,
+    record_dir: Path | None,
+    run_id: str,
+    log_level: str,
+) -> None:
+    """Run one middleware instance."""
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
+    if not dsn and not mock:
+        dsn = local_dsn(config.default_data_dir())
+        if dsn is None:
+            raise click.UsageError("give --dsn, or start a local database with `courier up`")
+    settings = config.ServerSettings(
+        dsn=dsn or "",
+        host=host,
+        port=port,
+        max_clients=max_clients,
+        pool=config.PoolSettings(min_size=min(2, pool_size), max_size=pool_size),
+        limits=config.Limits(max_body_bytes=max_body_bytes),
+        heartbeat_interval=heartbeat_interval,
+        instance_ttl=instance_ttl,
+        mock=mock,
+        record_dir=record_dir,
+        run_id=run_id,
+    )
+    try:
+        run(settings)
+    except errors.CourierError as exc:
+        raise click.ClickException(exc.message) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def run(settings: config.ServerSettings) -> None:
+    # Imported here so that `courier serve --help` stays quick.
+    if settings.record_dir is not None:
+        from courier.lab import middleware
+
+        middleware.run(settings)
+    else:
+        from courier.server import app
+
+        app.run(settings)
+
+
+if __name__ == "__main__":
+    serve(auto_envvar_prefix="COURIER_SERVE")

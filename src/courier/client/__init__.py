@@ -1,0 +1,18 @@
+"""The Courier client library: ``AsyncClient`` and its blocking face ``Client``."""
+
+from __future__ import annotations
+
+from courier.client.async_client import AsyncClient, ClientOptions, Servers
+from courier.client.queue_refs import QueueRef
+from courier.client.recording import CallRecord, Recorder
+from courier.client.sync_client import Client
+
+__all__ = [
+    "AsyncClient",
+    "CallRecord",
+    "Client",
+    "ClientOptions",
+    "QueueRef",
+    "Recorder",
+    "Servers",
+]

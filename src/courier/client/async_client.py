@@ -1,0 +1,385 @@
+"""``AsyncClient``: the Courier client library (the sync ``Client`` wraps this one).
+
+    async with AsyncClient.connect("127.0.0.1:7400,127.0.0.1:7401", name="alice") as client:
+        await client.send("jobs", "resize photo 17")
+        message = await client.pop("jobs")
+
+Request/reply: ``request`` sends with a fresh *context* and waits for the message in
+the same queue that is addressed to this client and carries that context; the other
+side answers with ``reply(message, body)``. Contexts are random 63-bit integers
+(``arguments.new_context``): unlike a per-client counter they cannot repeat after a
+client restarts, so a late reply to an earlier run is never taken for a new one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Generator, Sequence
+from types import TracebackType
+from typing import Any, TypedDict, Unpack
+
+from courier import config, errors, models, protocol
+from courier.client import arguments, clock, queue_refs, recording, session
+
+Servers = arguments.Servers
+
+DEFAULT_CONNECT_TIMEOUT = config.ClientSettings().connect_timeout
+
+
+class ClientOptions(TypedDict, total=False):
+    """Keyword options of ``AsyncClient`` and ``Client`` (see ``AsyncClient.__init__``)."""
+
+    connect_timeout: float
+    request_timeout: float | None
+    failover_timeout: float
+    recorder: recording.Recorder | None
+
+
+class AsyncClient:
+    """A Courier client: one connection at a time, failing over across ``servers``."""
+
+    def __init__(
+        self,
+        servers: Servers,
+        *,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        request_timeout: float | None = 30.0,
+        failover_timeout: float = 20.0,
+        recorder: recording.Recorder | None = None,
+    ) -> None:
+        """
+        connect_timeout: seconds to open one TCP connection.
+        request_timeout: seconds to wait for a reply (on top of a call's own timeout);
+            None waits for ever. Past it a call raises RequestTimeout.
+        failover_timeout: how long to keep trying the servers after losing one.
+        recorder: called with a ``CallRecord`` after every call (the lab's hook).
+        """
+        self._session = session.Session(
+            arguments.addresses(servers),
+            connect_timeout=connect_timeout,
+            request_timeout=request_timeout,
+            failover_timeout=failover_timeout,
+            recorder=recorder,
+        )
+        self._queues = queue_refs.QueueNames(self.get_queue)
+
+    # -- connecting ------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        servers: Servers,
+        *,
+        name: str | None = None,
+        client_id: int | None = None,
+        **options: Unpack[ClientOptions],
+    ) -> Opening:
+        """Connect (and log in when ``name`` or ``client_id`` is given).
+
+        Await it for a client (``client = await AsyncClient.connect(...)``) or use it
+        as ``async with AsyncClient.connect(...) as client:``, which closes at the end.
+        """
+        return Opening(cls(servers, **options), name=name, client_id=client_id)
+
+    async def open(self, *, name: str | None = None, client_id: int | None = None) -> None:
+        """Connect to the first server that accepts, logging in if a client is named."""
+        if name is not None and client_id is not None:
+            raise errors.BadRequest("log in with a name or a client id, not both")
+        try:
+            await self._session.start(client_id=client_id, name=name)
+        except (errors.ClientNotFound, errors.ClientOnline) as exc:
+            raise _login_failure(exc, name or client_id) from None
+
+    async def register(
+        self, name: str, mode: models.ClientMode | str = models.ClientMode.READ_WRITE
+    ) -> models.ClientInfo:
+        """Create a client identity (no login needed); ClientExists if the name is taken."""
+        request = protocol.Register(name=name, mode=arguments.mode(mode))
+        try:
+            return (await self._session.call(request, protocol.ClientReply)).client
+        except errors.ClientExists as exc:
+            raise _reworded(exc, f"a client named {name!r} already exists") from None
+
+    async def login(
+        self, *, name: str | None = None, client_id: int | None = None
+    ) -> models.ClientInfo:
+        """Log in by name or by id (exactly one). ClientNotFound, ClientOnline."""
+        if (name is None) == (client_id is None):
+            raise errors.BadRequest("log in with a name or a client id (exactly one)")
+        try:
+            return await self._session.login(client_id=client_id, name=name)
+        except (errors.ClientNotFound, errors.ClientOnline) as exc:
+            raise _login_failure(exc, name or client_id) from None
+
+    @property
+    def client_id(self) -> int | None:
+        """The logged-in client's id (None before login)."""
+        return self._session.client.id if self._session.client else None
+
+    @property
+    def name(self) -> str | None:
+        """The logged-in client's name (None before login)."""
+        return self._session.client.name if self._session.client else None
+
+    @property
+    def server(self) -> str | None:
+        """host:port of the middleware in use right now."""
+        return self._session.server
+
+    async def ping(self) -> float:
+        """Round trip to the server, in seconds."""
+        started = time.perf_counter()
+        await self._session.call(protocol.Ping(), protocol.Pong)
+        return time.perf_counter() - started
+
+    async def clock_offset(self, samples: int = 5) -> tuple[int, int]:
+        """(server clock - client clock, uncertainty), in ns; see ``clock.estimate``."""
+        taken = []
+        for _ in range(samples):
+            sent_ns = time.time_ns()
+            pong = await self._session.call(protocol.Ping(), protocol.Pong)
+            taken.append(clock.Sample(sent_ns, pong.server_time_ns, time.time_ns()))
+        return clock.estimate(taken)
+
+    async def close(self) -> None:
+        """Log out and disconnect; the client cannot be used afterwards."""
+        await self._session.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # -- queues ----------------------------------------------------------------------
+
+    async def create_queue(self, name: str) -> models.Queue:
+        """QueueExists if the name is taken."""
+        try:
+            reply = await self._session.call(protocol.CreateQueue(name=name), protocol.QueueReply)
+        except errors.QueueExists as exc:
+            raise _reworded(exc, f"queue {name!r} already exists") from None
+        self._queues.remember(reply.queue)
+        return reply.queue
+
+    async def delete_queue(self, queue: queue_refs.QueueRef, *, if_empty: bool = False) -> None:
+        """Delete a queue and its messages; with ``if_empty``, QueueNotEmpty if any remain."""
+
+        async def delete(ids: tuple[int, ...]) -> None:
+            request = protocol.DeleteQueue(queue_id=ids[0], if_empty=if_empty)
+            try:
+                await self._session.call(request, protocol.Done)
+            except errors.QueueNotEmpty as exc:
+                raise _reworded(exc, f"{queue_refs.describe(queue)} is not empty") from None
+
+        await self._queues.apply([queue], delete)
+        if isinstance(queue, str):
+            self._queues.forget(queue)
+
+    async def get_queue(self, name_or_id: queue_refs.QueueRef) -> models.Queue:
+        """The queue with its current message count. QueueNotFound."""
+        if isinstance(name_or_id, models.Queue):
+            name_or_id = name_or_id.id
+        if isinstance(name_or_id, str):
+            request = protocol.GetQueue(queue_id=None, name=name_or_id)
+        else:
+            request = protocol.GetQueue(queue_id=name_or_id, name=None)
+        try:
+            queue = (await self._session.call(request, protocol.QueueReply)).queue
+        except errors.QueueNotFound as exc:
+            raise queue_refs.missing([name_or_id], exc) from None
+        self._queues.remember(queue)
+        return queue
+
+    async def list_queues(self) -> list[models.Queue]:
+        """Every queue, ordered by id, with its message count."""
+        reply = await self._session.call(protocol.ListQueues(), protocol.QueueListReply)
+        for queue in reply.queues:
+            self._queues.remember(queue)
+        return list(reply.queues)
+
+    async def queues_for_me(self) -> list[models.Queue]:
+        """Queues holding a message I could read; counts are of those messages."""
+        reply = await self._session.call(protocol.QueuesForMe(), protocol.QueueListReply)
+        return list(reply.queues)
+
+    # -- messages --------------------------------------------------------------------
+
+    async def send(
+        self,
+        queues: queue_refs.QueueRef | Sequence[queue_refs.QueueRef],
+        body: str,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+    ) -> list[int]:
+        """Put a copy of the message in each queue, all or none; the new message ids."""
+        refs = queue_refs.as_list(queues)
+        arguments.check_priority(priority)
+
+        async def send(ids: tuple[int, ...]) -> list[int]:
+            request = protocol.Send(
+                queue_ids=ids, body=body, receiver=receiver, priority=priority, context=context
+            )
+            return list((await self._session.call(request, protocol.MessageIdsReply)).ids)
+
+        return await self._queues.apply(refs, send)
+
+    async def peek(
+        self,
+        queue: queue_refs.QueueRef | None = None,
+        *,
+        sender: int | None = None,
+        order: models.Order | str = models.Order.TIME,
+    ) -> models.Message | None:
+        """The first message visible to me (left in place), or None. QueueNotFound."""
+        return await self._read(queue, sender, order, pop=False)
+
+    async def pop(
+        self,
+        queue: queue_refs.QueueRef | None = None,
+        *,
+        sender: int | None = None,
+        order: models.Order | str = models.Order.TIME,
+    ) -> models.Message | None:
+        """Take the first message visible to me, or None. QueueNotFound."""
+        return await self._read(queue, sender, order, pop=True)
+
+    async def receive(
+        self,
+        queue: queue_refs.QueueRef,
+        *,
+        timeout: float,
+        sender: int | None = None,
+        order: models.Order | str = models.Order.TIME,
+    ) -> models.Message | None:
+        """Pop, waiting up to ``timeout`` seconds for a message to arrive; else None.
+
+        Let the timeout end the wait: a call cancelled on the client side (Ctrl-C,
+        ``asyncio.wait_for``) may lose the message the server took for it just then.
+        """
+        request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
+
+        async def receive(ids: tuple[int, ...]) -> models.Message | None:
+            request = protocol.Receive(
+                queue_id=ids[0], sender_id=sender, order=request_order, timeout_ms=timeout_ms
+            )
+            try:
+                reply = await self._session.call(request, protocol.MessageReply, wait=timeout)
+            except errors.NoMessage:
+                return None
+            return reply.message
+
+        return await self._queues.apply([queue], receive)
+
+    async def request(
+        self,
+        queue: queue_refs.QueueRef,
+        body: str,
+        *,
+        timeout: float,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+    ) -> models.Message:
+        """Send a request and wait up to ``timeout`` seconds for its reply.
+
+        The reply is the message in the same queue addressed to me with the request's
+        context. RequestTimeout if none arrives in time.
+        """
+        arguments.milliseconds(timeout)  # refuse a negative timeout before sending anything
+        deadline = time.monotonic() + timeout
+        context = arguments.new_context()
+        sent = await self.send(queue, body, receiver=receiver, priority=priority, context=context)
+        message = await self._await_response(queue, context, deadline - time.monotonic())
+        if message is None:
+            raise errors.RequestTimeout(
+                f"no reply to request {sent[0]} in {queue_refs.describe(queue)} within {timeout:g}s"
+            )
+        return message
+
+    async def reply(
+        self, request: models.Message, body: str, *, priority: int = models.DEFAULT_PRIORITY
+    ) -> int:
+        """Answer a request message: to its sender, in its queue, with its context."""
+        if request.context is None:
+            raise errors.BadRequest(f"message {request.id} is not a request: it has no context")
+        ids = await self.send(
+            request.queue, body, receiver=request.sender, priority=priority, context=request.context
+        )
+        return ids[0]
+
+    async def _await_response(
+        self, queue: queue_refs.QueueRef, context: int, timeout: float
+    ) -> models.Message | None:
+        timeout = max(timeout, 0.0)
+        request = protocol.AwaitResponse(
+            queue_id=await self._queues.id(queue),
+            context=context,
+            timeout_ms=arguments.milliseconds(timeout),
+        )
+        try:
+            reply = await self._session.call(request, protocol.MessageReply, wait=timeout)
+        except errors.NoMessage:
+            return None
+        except errors.QueueNotFound as exc:
+            raise queue_refs.missing([queue], exc) from None
+        return reply.message
+
+    async def _read(
+        self,
+        queue: queue_refs.QueueRef | None,
+        sender: int | None,
+        order: models.Order | str,
+        *,
+        pop: bool,
+    ) -> models.Message | None:
+        read_order = arguments.order(order)
+
+        async def read(ids: tuple[int, ...]) -> models.Message | None:
+            request = protocol.Read(
+                queue_id=ids[0] if ids else None, sender_id=sender, order=read_order, pop=pop
+            )
+            try:
+                return (await self._session.call(request, protocol.MessageReply)).message
+            except errors.NoMessage:
+                return None
+
+        return await self._queues.apply([] if queue is None else [queue], read)
+
+
+class Opening:
+    """What ``AsyncClient.connect`` returns: awaitable, and an async context manager."""
+
+    def __init__(self, client: AsyncClient, *, name: str | None, client_id: int | None) -> None:
+        self.client = client
+        self._name = name
+        self._client_id = client_id
+
+    def __await__(self) -> Generator[Any, None, AsyncClient]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> AsyncClient:
+        return await self._open()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.client.close()
+
+    async def _open(self) -> AsyncClient:
+        await self.client.open(name=self._name, client_id=self._client_id)
+        return self.client
+
+
+def _login_failure(exc: errors.CourierError, who: str | int | None) -> errors.CourierError:
+    if isinstance(exc, errors.ClientNotFound):
+        return _reworded(exc, f"no client is registered as {who!r}")
+    return _reworded(exc, f"client {who!r} is already online")
+
+
+def _reworded(exc: errors.CourierError, message: str) -> errors.CourierError:
+    """The server's error, in the words the caller used (names quoted as given)."""
+    return type(exc)(message)

@@ -1,0 +1,168 @@
+"""One TCP connection to a middleware: pipelined calls matched to replies by request id.
+
+Any number of calls may be in flight at once. A reader task cuts the incoming bytes
+into frames, decodes each and completes the future waiting on its request id. When
+the connection drops, every call still waiting fails with ``errors.ConnectionLost``:
+the server may or may not have carried it out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+
+from courier import errors, protocol
+from courier.protocol import frames
+
+log = logging.getLogger(__name__)
+
+Address = tuple[str, int]
+
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+"""Replies carry whole queue lists, so the client accepts far larger frames than it sends."""
+
+READ_CHUNK_BYTES = 256 * 1024
+
+
+def describe(exc: OSError) -> str:
+    """``Connection refused`` rather than asyncio's ``Connect call failed (...)``."""
+    return os.strerror(exc.errno) if exc.errno else str(exc)
+
+
+def label(address: Address) -> str:
+    host, port = address
+    return f"{host}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A decoded reply and what it cost to receive."""
+
+    reply: protocol.Reply
+    decoded_at_ns: int
+    """perf_counter_ns when decoding finished"""
+    deserialize_ns: int
+    size: int
+
+
+class Connection:
+    """An open connection; build it with ``await Connection.open(address, timeout)``."""
+
+    def __init__(
+        self, address: Address, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        self.address = address
+        self.label = label(address)
+        self._writer = writer
+        self._decoder = protocol.Decoder(MAX_REPLY_BYTES)
+        self._pending: dict[int, asyncio.Future[Arrival]] = {}
+        self._lost_reason: str | None = None
+        self._refusal: errors.CourierError | None = None
+        self._reader_task = asyncio.create_task(self._read_replies(reader))
+
+    @classmethod
+    async def open(cls, address: Address, timeout: float) -> Connection:
+        try:
+            async with asyncio.timeout(timeout):
+                reader, writer = await asyncio.open_connection(*address)
+        except TimeoutError as exc:
+            raise errors.ConnectionLost(f"cannot connect to {label(address)}: timed out") from exc
+        except OSError as exc:
+            reason = describe(exc)
+            raise errors.ConnectionLost(f"cannot connect to {label(address)}: {reason}") from exc
+        return cls(address, reader, writer)
+
+    @property
+    def closed(self) -> bool:
+        return self._lost_reason is not None
+
+    async def exchange(self, request_id: int, frame: bytes, timeout: float | None) -> Arrival:
+        """Send one request frame and wait for its reply.
+
+        ConnectionLost if the connection drops first; RequestTimeout after ``timeout``
+        seconds (the reply, should it come later, is dropped).
+        """
+        if self._lost_reason is not None:
+            raise self._lost()
+        future: asyncio.Future[Arrival] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            self._writer.write(frame)
+            async with asyncio.timeout(timeout):
+                await self._drain()
+                return await future
+        except TimeoutError:
+            raise errors.RequestTimeout(f"no reply from {self.label} within {timeout:g}s") from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def close(self) -> None:
+        self._lose("the client closed the connection")
+        self._reader_task.cancel()
+        self._writer.close()
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            await self._writer.wait_closed()
+
+    async def _drain(self) -> None:
+        try:
+            await self._writer.drain()
+        except OSError as exc:
+            self._lose(describe(exc))
+            raise self._lost() from exc
+
+    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
+        reason = "the server closed the connection"
+        try:
+            while data := await reader.read(READ_CHUNK_BYTES):
+                self._dispatch(self._decoder.feed(data))
+        except OSError as exc:
+            reason = describe(exc)
+        except errors.ProtocolError as exc:
+            reason = f"the server sent bytes that are not Courier frames ({exc})"
+        finally:
+            self._lose(reason)
+            self._writer.close()
+
+    def _dispatch(self, raws: list[protocol.RawFrame]) -> None:
+        for raw in raws:
+            started = time.perf_counter_ns()
+            try:
+                reply = protocol.parse(raw)
+            except errors.ProtocolError as exc:
+                self._fail_one(raw.request_id, exc)
+                continue
+            decoded = time.perf_counter_ns()
+            if not frames.is_reply(reply):
+                self._fail_one(raw.request_id, errors.ProtocolError("the server sent a request"))
+                continue
+            future = self._pending.get(raw.request_id)
+            if future is not None and not future.done():
+                future.set_result(Arrival(reply, decoded, decoded - started, raw.size))
+            elif isinstance(reply, protocol.ErrorReply):
+                # About the connection itself (say, SERVER_FULL): the server hangs up next.
+                self._refusal = reply.to_exception()
+
+    def _fail_one(self, request_id: int, exc: errors.ProtocolError) -> None:
+        future = self._pending.get(request_id)
+        if future is not None and not future.done():
+            future.set_exception(exc)
+
+    def _lose(self, reason: str) -> None:
+        if self._lost_reason is not None:
+            return
+        self._lost_reason = reason
+        if self._pending:
+            log.debug("%s lost (%s): failing %d calls", self.label, reason, len(self._pending))
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(self._lost())
+
+    def _lost(self) -> errors.CourierError:
+        """What a call on this dead connection raises: the server's refusal, if it sent one."""
+        if self._refusal is not None:
+            return type(self._refusal)(self._refusal.message)
+        return errors.ConnectionLost(f"connection to {self.label} lost: {self._lost_reason}")

@@ -1,0 +1,235 @@
+"""The client's link to the middleware tier: the connection, failover and login.
+
+Servers are tried in the order given. When the connection drops, the calls waiting
+on it fail with ``errors.ConnectionLost`` (their fate is unknown) and the next call
+reconnects, starting with the server after the lost one, and logs in again as the
+same client. Until the survivors expire a killed server, the database still holds
+that server's session for the client and the new login answers CLIENT_ONLINE, so
+failover keeps retrying for up to ``failover_timeout`` seconds.
+
+Request ids come from one counter per session, so (client id, request id) stays
+unique across reconnects (the ids wrap after 2**32 - 1 calls).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Sequence
+from typing import TypeVar
+
+from courier import errors, models, protocol
+from courier.client import connection, recording
+from courier.protocol import constants, names
+
+ReplyT = TypeVar("ReplyT", bound=protocol.Reply)
+
+RETRY_PAUSE = 0.2
+"""Seconds between rounds over the server list while failing over."""
+
+LOGOUT_TIMEOUT = 2.0
+
+
+class Session:
+    def __init__(
+        self,
+        servers: Sequence[connection.Address],
+        *,
+        connect_timeout: float,
+        request_timeout: float | None,
+        failover_timeout: float,
+        recorder: recording.Recorder | None,
+    ) -> None:
+        if not servers:
+            raise ValueError("no server address given")
+        self.servers = tuple(servers)
+        self.connect_timeout = connect_timeout
+        self.request_timeout = request_timeout
+        self.failover_timeout = failover_timeout
+        self.recorder = recorder
+        self.client: models.ClientInfo | None = None
+        self._connection: connection.Connection | None = None
+        self._next_server = 0
+        self._request_ids = itertools.count(1)
+        self._connecting = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def server(self) -> str | None:
+        """host:port of the middleware currently connected, if any."""
+        current = self._connection
+        return current.label if current is not None and not current.closed else None
+
+    async def start(self, *, client_id: int | None = None, name: str | None = None) -> None:
+        """Connect to the first server that accepts (each is tried once).
+
+        With ``client_id`` or ``name``, log in as that client; else just PING, so a
+        server that is full says so now and the next one is tried.
+        """
+        greeting: protocol.Request = protocol.Ping()
+        if client_id is not None or name is not None:
+            greeting = protocol.Login(client_id=client_id, name=name)
+        async with self._connecting:
+            self._connection = await self._connect_to_any(greeting, failing_over=False)
+
+    async def login(self, *, client_id: int | None, name: str | None) -> models.ClientInfo:
+        request = protocol.Login(client_id=client_id, name=name)
+        reply = await self.call(request, protocol.ClientReply)
+        self.client = reply.client
+        return reply.client
+
+    async def call(
+        self, request: protocol.Request, expected: type[ReplyT], *, wait: float = 0.0
+    ) -> ReplyT:
+        """Send ``request`` and return its reply; an error reply is raised.
+
+        ``wait`` is how long the server may hold the request (RECEIVE and
+        AWAIT_RESPONSE); the client's request timeout counts from then on.
+        """
+        return await self._call_on(await self._connected(), request, expected, wait)
+
+    async def close(self) -> None:
+        """Log out (so the name is free at once) and close the connection."""
+        self._closed = True
+        current, self._connection = self._connection, None
+        if current is None or current.closed:
+            return
+        if self.client is not None:
+            try:
+                async with asyncio.timeout(LOGOUT_TIMEOUT):
+                    await self._call_on(current, protocol.Logout(), protocol.Done)
+            except (errors.CourierError, TimeoutError):
+                pass  # the server ends the session when the connection closes anyway
+        await current.close()
+
+    async def _connected(self) -> connection.Connection:
+        current = self._connection
+        if current is not None and not current.closed:
+            return current
+        async with self._connecting:
+            if self._closed:
+                raise errors.ConnectionLost("the client is closed")
+            if self._connection is None or self._connection.closed:
+                self._connection = await self._fail_over()
+            return self._connection
+
+    async def _fail_over(self) -> connection.Connection:
+        deadline = time.monotonic() + self.failover_timeout
+        greeting: protocol.Request = protocol.Ping()
+        if self.client is not None:
+            greeting = protocol.Login(client_id=self.client.id, name=None)
+        while True:
+            try:
+                return await self._connect_to_any(greeting, failing_over=True)
+            except (errors.ConnectionLost, errors.ServerFull) as exc:
+                if time.monotonic() + RETRY_PAUSE > deadline:
+                    raise errors.ConnectionLost(
+                        f"{exc.message} (gave up after {self.failover_timeout:g} seconds)"
+                    ) from exc
+            await asyncio.sleep(RETRY_PAUSE)
+
+    async def _connect_to_any(
+        self, greeting: protocol.Request, *, failing_over: bool
+    ) -> connection.Connection:
+        """One round over the servers, starting after the last one used.
+
+        While failing over, CLIENT_ONLINE means the lost server's session is not yet
+        released: that server counts as failed for this round.
+        """
+        failures: list[errors.CourierError] = []
+        count = len(self.servers)
+        first = self._next_server
+        for step in range(count):
+            try:
+                return await self._connect_to((first + step) % count, greeting)
+            except (errors.ConnectionLost, errors.ServerFull) as exc:
+                failures.append(exc)
+            except errors.ClientOnline as exc:
+                if not failing_over:
+                    raise
+                failures.append(exc)
+        reasons = "; ".join(failure.message for failure in failures)
+        if all(isinstance(failure, errors.ServerFull) for failure in failures):
+            raise errors.ServerFull(f"every server is full: {reasons}")
+        raise errors.ConnectionLost(f"cannot reach any server: {reasons}")
+
+    async def _connect_to(self, index: int, greeting: protocol.Request) -> connection.Connection:
+        opened = await connection.Connection.open(self.servers[index], self.connect_timeout)
+        self._next_server = (index + 1) % len(self.servers)
+        try:
+            reply = await self._call_on(opened, greeting, _reply_type(greeting))
+        except errors.ServerFull as exc:
+            await opened.close()
+            raise errors.ServerFull(f"{opened.label} is full") from exc
+        except errors.ClientOnline as exc:
+            await opened.close()
+            raise errors.ClientOnline(_online_message(opened.label, greeting)) from exc
+        except BaseException:
+            await opened.close()
+            raise
+        if isinstance(reply, protocol.ClientReply):
+            self.client = reply.client
+        return opened
+
+    async def _call_on(
+        self,
+        link: connection.Connection,
+        request: protocol.Request,
+        expected: type[ReplyT],
+        wait: float = 0.0,
+    ) -> ReplyT:
+        request_id = (next(self._request_ids) - 1) % constants.MAX_REQUEST_ID + 1
+        start_ns = time.time_ns()
+        started = time.perf_counter_ns()
+        frame = protocol.encode(request_id, request)
+        serialize_ns = time.perf_counter_ns() - started
+        timeout = None if self.request_timeout is None else self.request_timeout + wait
+        try:
+            arrival = await link.exchange(request_id, frame, timeout)
+        except errors.CourierError as exc:
+            if self.recorder is not None:
+                failed = recording.CallRecord(
+                    link.label, self._client_id(), request_id, _operation(request),
+                    recording.local_status(exc), start_ns, time.perf_counter_ns() - started,
+                    serialize_ns, 0, len(frame), 0,
+                )  # fmt: skip
+                self.recorder(failed)
+            raise
+        reply = arrival.reply
+        if self.recorder is not None:
+            done = recording.CallRecord(
+                link.label, self._client_id(), request_id, _operation(request), _status(reply),
+                start_ns, arrival.decoded_at_ns - started, serialize_ns,
+                arrival.deserialize_ns, len(frame), arrival.size,
+            )  # fmt: skip
+            self.recorder(done)
+        return _expect(reply, expected)
+
+    def _client_id(self) -> int:
+        return self.client.id if self.client is not None else 0
+
+
+def _reply_type(request: protocol.Request) -> type[protocol.Reply]:
+    return protocol.reply_type(protocol.opcode_of(request))
+
+
+def _online_message(server: str, login: protocol.Request) -> str:
+    who = login.name or login.client_id if isinstance(login, protocol.Login) else "?"
+    return f"{server}: client {who!r} is already online"
+
+
+def _operation(request: protocol.Request) -> str:
+    return names.OPERATIONS[protocol.opcode_of(request)]
+
+
+def _status(reply: protocol.Reply) -> str:
+    return names.STATUSES[reply.status] if isinstance(reply, protocol.ErrorReply) else "OK"
+
+
+def _expect(reply: protocol.Reply, expected: type[ReplyT]) -> ReplyT:
+    if isinstance(reply, expected):
+        return reply
+    if isinstance(reply, protocol.ErrorReply):
+        raise reply.to_exception()
+    raise errors.ProtocolError(f"expected {expected.__name__}, the server sent {reply!r}")

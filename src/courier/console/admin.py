@@ -1,0 +1,130 @@
+"""The admin actions: create a queue, delete a queue, delete a message.
+
+Each exists twice, once in the JSON API (token in the X-Courier-Admin-Token header)
+and once as an HTML form (token in a form field or the signed-in cookie). Without the
+right token every one of them answers 403 and changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from courier import errors
+from courier.console import api, auth, params, state
+
+SIGN_IN_MAX_AGE_S = 12 * 3600
+
+
+def require_api_token(request: Request) -> state.ConsoleState:
+    console = state.of(request)
+    if not auth.api_is_admin(request, console.settings.admin_token):
+        raise errors.NotAuthorised(f"admin token missing or wrong ({auth.HEADER} header)")
+    return console
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """An urlencoded form body as a dict (the last value of a repeated field wins)."""
+    body = (await request.body()).decode("utf-8", errors="replace")
+    return dict(urllib.parse.parse_qsl(body, keep_blank_values=True))
+
+
+async def require_form_token(request: Request) -> tuple[state.ConsoleState, dict[str, str]]:
+    console = state.of(request)
+    fields = await form_fields(request)
+    offered = fields.get(auth.FORM_FIELD)
+    if not auth.form_is_admin(request, offered, console.settings.admin_token):
+        raise errors.NotAuthorised("the admin token is missing or wrong")
+    return console, fields
+
+
+def wants_if_empty(value: str | None) -> bool:
+    """Refuse to delete a queue that still holds messages (default: delete them too)."""
+    return (value or "").lower() in {"1", "true", "yes", "on"}
+
+
+# -- JSON API ---------------------------------------------------------------------
+async def api_create_queue(request: Request) -> JSONResponse:
+    console = require_api_token(request)
+    try:
+        payload = json.loads(await request.body() or b"{}")
+    except json.JSONDecodeError as exc:
+        raise errors.BadRequest(f"body is not JSON: {exc.msg}") from None
+    if not isinstance(payload, dict):
+        raise errors.BadRequest("body must be a JSON object")
+    queue = await console.repository.create_queue(params.queue_name(payload))
+    return api.as_json({"queue": queue}, status_code=201)
+
+
+async def api_delete_queue(request: Request) -> JSONResponse:
+    console = require_api_token(request)
+    queue_id = params.path_id(request.path_params, "queue_id")
+    if_empty = wants_if_empty(request.query_params.get("if_empty"))
+    await console.repository.delete_queue(queue_id, if_empty=if_empty)
+    return api.as_json({"deleted": {"queue": queue_id}})
+
+
+async def api_delete_message(request: Request) -> JSONResponse:
+    console = require_api_token(request)
+    message_id = params.path_id(request.path_params, "message_id")
+    queue_id = await console.repository.delete_message(message_id)
+    return api.as_json({"deleted": {"message": message_id, "queue": queue_id}})
+
+
+# -- HTML forms -------------------------------------------------------------------
+async def form_create_queue(request: Request) -> Response:
+    console, fields = await require_form_token(request)
+    queue = await console.repository.create_queue(params.queue_name(fields))
+    return RedirectResponse(f"/queues/{queue.id}?created=1", status_code=303)
+
+
+async def form_delete_queue(request: Request) -> Response:
+    console, fields = await require_form_token(request)
+    queue_id = params.path_id(request.path_params, "queue_id")
+    await console.repository.delete_queue(queue_id, if_empty=wants_if_empty(fields.get("if_empty")))
+    return RedirectResponse(f"/queues?deleted={queue_id}", status_code=303)
+
+
+async def form_delete_message(request: Request) -> Response:
+    console, _ = await require_form_token(request)
+    message_id = params.path_id(request.path_params, "message_id")
+    queue_id = await console.repository.delete_message(message_id)
+    return RedirectResponse(f"/queues/{queue_id}?deleted={message_id}", status_code=303)
+
+
+async def sign_in(request: Request) -> Response:
+    console = state.of(request)
+    offered = (await form_fields(request)).get(auth.FORM_FIELD)
+    if not auth.token_matches(offered, console.settings.admin_token):
+        raise errors.NotAuthorised("wrong admin token")
+    response = RedirectResponse("/admin?signed_in=1", status_code=303)
+    response.set_cookie(
+        auth.COOKIE,
+        console.settings.admin_token,
+        max_age=SIGN_IN_MAX_AGE_S,
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+async def sign_out(request: Request) -> Response:
+    response = RedirectResponse("/admin", status_code=303)
+    response.delete_cookie(auth.COOKIE, httponly=True, samesite="strict")
+    return response
+
+
+routes = [
+    Route("/api/queues", api_create_queue, methods=["POST"]),
+    Route("/api/queues/{queue_id:int}", api_delete_queue, methods=["DELETE"]),
+    Route("/api/messages/{message_id:int}", api_delete_message, methods=["DELETE"]),
+    Route("/queues", form_create_queue, methods=["POST"]),
+    Route("/queues/{queue_id:int}/delete", form_delete_queue, methods=["POST"]),
+    Route("/messages/{message_id:int}/delete", form_delete_message, methods=["POST"]),
+    Route("/admin/sign-in", sign_in, methods=["POST"]),
+    Route("/admin/sign-out", sign_out, methods=["POST"]),
+]

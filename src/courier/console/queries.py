@@ -1,0 +1,171 @@
+"""The console's reads: each one runs one .sql file from console/sql and returns rows.
+
+Every list is a keyset page (``id > after ORDER BY id LIMIT n``) over an index, and
+every per-row count stops at the count cap, so the cost of a page is bounded no
+matter how many messages are stored.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import asyncpg
+
+from courier import errors
+from courier.console import params, rows
+
+T = TypeVar("T")
+PREVIEW_CHARS = 120
+
+
+@functools.cache
+def sql(name: str) -> str:
+    """The text of console/sql/<name>.sql."""
+    return (importlib.resources.files("courier.console") / "sql" / f"{name}.sql").read_text()
+
+
+def keyset_page(records: Sequence[Any], limit: int, make: Callable[[Any], T]) -> rows.Page[T]:
+    """Rows fetched with LIMIT limit + 1: the extra row only says another page exists."""
+    items = [make(record) for record in records[:limit]]
+    more = len(records) > limit
+    return rows.Page(items=items, next_after=rows_last_id(items) if more else None)
+
+
+def rows_last_id(items: Sequence[Any]) -> int | None:
+    return int(items[-1].id) if items else None
+
+
+def client_row(record: asyncpg.Record) -> rows.ClientRow:
+    return rows.ClientRow(**dict(record))
+
+
+def queue_row(record: asyncpg.Record) -> rows.QueueRow:
+    return rows.QueueRow(**dict(record))
+
+
+def message_row(record: asyncpg.Record) -> rows.MessageRow:
+    return rows.MessageRow(**dict(record))
+
+
+def instance_row(record: asyncpg.Record) -> rows.InstanceRow:
+    return rows.InstanceRow(**dict(record))
+
+
+# -- overview ---------------------------------------------------------------------
+async def counts(pool: asyncpg.Pool, count_cap: int) -> rows.Counts:
+    record = await pool.fetchrow(sql("overview_counts"), count_cap)
+    return rows.Counts(**dict(record))
+
+
+async def live_instances(pool: asyncpg.Pool) -> list[rows.InstanceRow]:
+    return [instance_row(record) for record in await pool.fetch(sql("live_instances"))]
+
+
+async def message_counters(pool: asyncpg.Pool) -> tuple[int, int]:
+    """Cumulative (inserted, deleted) row counts of the messages table."""
+    record = await pool.fetchrow(sql("message_counters"))
+    return int(record["inserted"]), int(record["deleted"])
+
+
+# -- clients ----------------------------------------------------------------------
+async def clients(
+    pool: asyncpg.Pool, search: str, paging: params.Paging, count_cap: int
+) -> rows.Page[rows.ClientRow]:
+    records = await pool.fetch(sql("clients"), search, paging.after, paging.limit + 1, count_cap)
+    return keyset_page(records, paging.limit, client_row)
+
+
+async def client(pool: asyncpg.Pool, client_id: int, count_cap: int) -> rows.ClientRow:
+    record = await pool.fetchrow(sql("client"), client_id, count_cap)
+    if record is None:
+        raise errors.ClientNotFound(f"client {client_id} does not exist")
+    return client_row(record)
+
+
+async def messages_sent_by(
+    pool: asyncpg.Pool, client_id: int, paging: params.Paging
+) -> rows.Page[rows.MessageRow]:
+    records = await pool.fetch(
+        sql("messages_sent_by"), client_id, paging.after, paging.limit + 1, PREVIEW_CHARS
+    )
+    return keyset_page(records, paging.limit, message_row)
+
+
+async def messages_waiting_for(
+    pool: asyncpg.Pool, client_id: int, paging: params.Paging
+) -> rows.Page[rows.MessageRow]:
+    records = await pool.fetch(
+        sql("messages_waiting_for"), client_id, paging.after, paging.limit + 1, PREVIEW_CHARS
+    )
+    return keyset_page(records, paging.limit, message_row)
+
+
+# -- queues -----------------------------------------------------------------------
+async def queues(
+    pool: asyncpg.Pool, search: str, paging: params.Paging, count_cap: int
+) -> rows.Page[rows.QueueRow]:
+    records = await pool.fetch(sql("queues"), search, paging.after, paging.limit + 1, count_cap)
+    return keyset_page(records, paging.limit, queue_row)
+
+
+async def queue(pool: asyncpg.Pool, queue_id: int, count_cap: int) -> rows.QueueRow:
+    record = await pool.fetchrow(sql("queue"), queue_id, count_cap)
+    if record is None:
+        raise errors.QueueNotFound(f"queue {queue_id} does not exist")
+    return queue_row(record)
+
+
+async def queue_messages(
+    pool: asyncpg.Pool,
+    queue_id: int,
+    filters: rows.MessageFilters,
+    paging: params.Paging,
+    scan_limit: int,
+) -> rows.Page[rows.MessageRow]:
+    """A page of a queue's messages. Filtered pages examine at most scan_limit
+    messages, so a filter that matches little cannot make one request walk the queue."""
+    if not filters.active:
+        records = await pool.fetch(
+            sql("queue_messages"), queue_id, paging.after, paging.limit + 1, PREVIEW_CHARS
+        )
+        return keyset_page(records, paging.limit, message_row)
+    records = await pool.fetch(
+        sql("queue_messages_filtered"),
+        queue_id,
+        paging.after,
+        paging.limit + 1,
+        PREVIEW_CHARS,
+        filters.sender,
+        filters.receiver,
+        filters.priority,
+        scan_limit,
+    )
+    if len(records) > paging.limit:
+        return keyset_page(records, paging.limit, message_row)
+    return await scan_page(pool, queue_id, paging, scan_limit, records)
+
+
+async def scan_page(
+    pool: asyncpg.Pool,
+    queue_id: int,
+    paging: params.Paging,
+    scan_limit: int,
+    records: Sequence[asyncpg.Record],
+) -> rows.Page[rows.MessageRow]:
+    """A short filtered page: either the queue ended or the scan budget ran out."""
+    window = await pool.fetchrow(sql("queue_scan_window"), queue_id, paging.after, scan_limit)
+    items = [message_row(record) for record in records]
+    if window["scanned"] < scan_limit:
+        return rows.Page(items=items, next_after=None)
+    return rows.Page(items=items, next_after=int(window["last_id"]), scan_limited=True)
+
+
+# -- messages ---------------------------------------------------------------------
+async def message(pool: asyncpg.Pool, message_id: int) -> rows.MessageRow:
+    record = await pool.fetchrow(sql("message"), message_id)
+    if record is None:
+        raise errors.NoMessage(f"message {message_id} does not exist")
+    return message_row(record)

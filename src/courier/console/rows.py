@@ -1,0 +1,128 @@
+"""What the console shows, as typed rows; ``jsonable`` turns them into the JSON API."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The overview's totals. ``messages_exact`` is false when the message count is
+    the planner's estimate (above the console's count cap)."""
+
+    clients_total: int
+    clients_online: int
+    queues_total: int
+    messages_total: int
+    messages_exact: bool
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    id: int
+    address: str
+    started_at: datetime
+    heartbeat_at: datetime
+    heartbeat_age_s: float
+    clients: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRow:
+    """A client; ``sent`` and ``waiting`` count stored messages (capped, see docs)."""
+
+    id: int
+    name: str
+    mode: str
+    online: bool
+    instance: int | None
+    created_at: datetime
+    sent: int
+    waiting: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    id: int
+    name: str
+    created_at: datetime
+    messages: int
+    oldest_at: datetime | None
+    oldest_age_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRow:
+    """A stored message. In lists ``body`` is a preview; ``body_chars`` is the full length."""
+
+    id: int
+    queue: int
+    queue_name: str
+    sender: int
+    sender_name: str | None
+    receiver: int | None
+    receiver_name: str | None
+    context: int | None
+    priority: int
+    created_at: datetime
+    age_s: float
+    body_chars: int
+    body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One keyset page: ``next_after`` is the cursor for the next page, None at the end.
+    ``scan_limited`` says the page stopped because it examined its budget of rows."""
+
+    items: list[T]
+    next_after: int | None
+    scan_limited: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MessageFilters:
+    sender: int | None = None
+    receiver: int | None = None  # 0 selects messages for anyone (no receiver)
+    priority: int | None = None
+
+    @property
+    def active(self) -> bool:
+        return any(value is not None for value in (self.sender, self.receiver, self.priority))
+
+
+@dataclass(frozen=True, slots=True)
+class RatePoint:
+    at: float  # seconds since the epoch, end of the interval
+    sent: float  # messages stored per second
+    popped: float  # messages removed per second
+
+
+@dataclass(frozen=True, slots=True)
+class Rates:
+    now: float
+    interval_s: float
+    window_s: int
+    sent_per_s: float  # averaged over the last few seconds
+    popped_per_s: float
+    sent_in_window: int  # messages stored between the first and the last sample
+    popped_in_window: int  # messages removed between the first and the last sample
+    points: list[RatePoint] = field(default_factory=list)
+
+
+def jsonable(value: Any) -> Any:
+    """Rows, pages and containers of them as JSON-ready values (datetimes in ISO 8601)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {key: jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+    return value

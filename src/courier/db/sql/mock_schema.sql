@@ -1,0 +1,168 @@
+-- Courier's mock schema: every stored function of schema.sql, with the same name and
+-- signature, answering with a fixed valid result and touching no table.
+--
+-- Installed instead of the real schema (experiment spec: mock = "database"), it lets
+-- a run measure the client, the middleware, the driver and the network without any
+-- database work. Ids derived from a name come from a stable hash, so every client
+-- still gets its own id; everything else is constant. exec_ns is always 0.
+-- tests/integration/lab/test_mock_tiers.py holds the signatures equal to schema.sql.
+
+-- == Helpers =========================================================================
+
+CREATE FUNCTION courier_fail_v1(p_status integer, p_message text, p_detail text DEFAULT '')
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION USING
+        ERRCODE = 'CQ' || lpad(p_status::text, 3, '0'),
+        MESSAGE = p_message,
+        DETAIL = p_detail;
+END;
+$$;
+
+CREATE FUNCTION courier_elapsed_ns_v1(p_started timestamptz)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_check_name_v1(p_name text, p_what text)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+-- A positive id for a name, the same on every call.
+CREATE FUNCTION courier_mock_id(p_name text)
+RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT (hashtextextended(p_name, 0) & 4611686018427387903) + 1
+$$;
+
+-- == Clients =========================================================================
+
+CREATE FUNCTION courier_register_client_v1(
+    p_name text, p_mode text,
+    OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT courier_mock_id(p_name), p_name, p_mode, false, 0::bigint
+$$;
+
+CREATE FUNCTION courier_get_client_v1(
+    p_id bigint, p_name text,
+    OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(p_name)), coalesce(p_name, 'client-' || p_id),
+           'read_write', false, 0::bigint
+$$;
+
+CREATE FUNCTION courier_login_v1(
+    p_id bigint, p_name text, p_instance_id bigint,
+    OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(p_name)), coalesce(p_name, 'client-' || p_id),
+           'read_write', true, 0::bigint
+$$;
+
+CREATE FUNCTION courier_logout_v1(p_client_id bigint, p_instance_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+-- == Instances =======================================================================
+
+CREATE FUNCTION courier_register_instance_v1(
+    p_address text, p_ttl_seconds double precision,
+    OUT id bigint, OUT address text, OUT started_at timestamptz, OUT heartbeat_at timestamptz,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT courier_mock_id(p_address), p_address, now(), now(), 0::bigint
+$$;
+
+CREATE FUNCTION courier_heartbeat_v1(p_instance_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_list_instances_v1(
+    OUT ids bigint[], OUT addresses text[], OUT started_ats timestamptz[],
+    OUT heartbeat_ats timestamptz[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT '{}'::bigint[], '{}'::text[], '{}'::timestamptz[], '{}'::timestamptz[], 0::bigint
+$$;
+
+CREATE FUNCTION courier_expire_instances_v1(
+    p_ttl_seconds double precision, OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
+
+CREATE FUNCTION courier_unregister_instance_v1(p_instance_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+-- == Queues ==========================================================================
+
+CREATE FUNCTION courier_create_queue_v1(
+    p_name text, OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT courier_mock_id(p_name), p_name, 0::bigint, 0::bigint $$;
+
+CREATE FUNCTION courier_delete_queue_v1(p_queue_id bigint, p_if_empty boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_get_queue_v1(
+    p_id bigint, p_name text,
+    OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(p_name)), coalesce(p_name, 'queue-' || p_id),
+           0::bigint, 0::bigint
+$$;
+
+CREATE FUNCTION courier_list_queues_v1(
+    OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
+
+-- == Messages ========================================================================
+
+CREATE FUNCTION courier_send_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_body text, p_receiver_id bigint,
+    p_priority integer, p_context bigint, p_max_body_bytes integer,
+    OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+$$;
+
+CREATE FUNCTION courier_pick_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_lock boolean)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 1::bigint $$;
+
+CREATE FUNCTION courier_read_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 0::smallint, 1::bigint, coalesce(p_queue_id, 1), coalesce(p_sender_id, p_reader_id),
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
+           'courier mock message', 0::bigint
+$$;
+
+CREATE FUNCTION courier_pop_response_v1(
+    p_reader_id bigint, p_queue_id bigint, p_context bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 0::smallint, 1::bigint, p_queue_id, p_reader_id, p_reader_id, p_context,
+           5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message', 0::bigint
+$$;
+
+CREATE FUNCTION courier_delete_message_v1(
+    p_message_id bigint, OUT queue_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 1::bigint, 0::bigint $$;
+
+CREATE FUNCTION courier_queues_for_me_v1(
+    p_reader_id bigint,
+    OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
+
+-- == Triggers ========================================================================
+
+CREATE FUNCTION courier_notify_message_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;

@@ -1,0 +1,166 @@
+"""The mock database tier: the repository's method set, answering without a database.
+
+``courier serve --mock`` puts a ``MockBackend`` where the repository would be, so a
+run measures the client and middleware alone. Every answer is fixed and valid; the
+only thing derived from a request is an id derived from a name (a stable hash), so
+that every client still gets its own id and the records of different clients stay
+joinable on ``(client_id, request_id)``, even across several mock middleware.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from courier import models
+from courier.db import repository
+
+FIXED_TIME = datetime(2024, 1, 1, tzinfo=UTC)
+FIXED_QUEUE_ID = 1
+FIXED_MESSAGE_ID = 1
+FIXED_BODY = "courier mock message"
+
+
+def stable_id(name: str) -> int:
+    """A positive 62-bit id for a name, the same in every process."""
+    digest = hashlib.blake2b(name.encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") >> 2) or 1
+
+
+def _message(
+    queue_id: int, sender_id: int, receiver: int | None = None, context: int | None = None
+) -> models.Message:
+    return models.Message(
+        id=FIXED_MESSAGE_ID,
+        queue=queue_id,
+        sender=sender_id,
+        receiver=receiver,
+        context=context,
+        priority=models.DEFAULT_PRIORITY,
+        created_at=FIXED_TIME,
+        body=FIXED_BODY,
+    )
+
+
+class MockBackend:
+    """Fixed answers for every repository method; ``timing`` is left at zero."""
+
+    async def register_client(
+        self,
+        name: str,
+        mode: models.ClientMode = models.ClientMode.READ_WRITE,
+        *,
+        timing: repository.Timing | None = None,
+    ) -> models.ClientInfo:
+        return models.ClientInfo(stable_id(name), name, mode)
+
+    async def get_client(
+        self, client: int | str, *, timing: repository.Timing | None = None
+    ) -> models.ClientInfo:
+        return self._client(client, online=False)
+
+    async def login(
+        self, client: int | str, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> models.ClientInfo:
+        return self._client(client, online=True)
+
+    async def logout(
+        self, client_id: int, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def register_instance(
+        self,
+        address: str,
+        *,
+        timing: repository.Timing | None = None,
+        ttl_seconds: float = 10.0,
+    ) -> models.Instance:
+        return models.Instance(stable_id(address), address, FIXED_TIME, FIXED_TIME)
+
+    async def heartbeat(self, instance_id: int, *, timing: repository.Timing | None = None) -> None:
+        return None
+
+    async def list_instances(
+        self, *, timing: repository.Timing | None = None
+    ) -> list[models.Instance]:
+        return []
+
+    async def expire_instances(
+        self, ttl_seconds: float, *, timing: repository.Timing | None = None
+    ) -> list[int]:
+        return []
+
+    async def unregister_instance(
+        self, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def create_queue(
+        self, name: str, *, timing: repository.Timing | None = None
+    ) -> models.Queue:
+        return models.Queue(stable_id(name), name)
+
+    async def delete_queue(
+        self, queue_id: int, *, if_empty: bool = False, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def get_queue(
+        self, queue: int | str, *, timing: repository.Timing | None = None
+    ) -> models.Queue:
+        if isinstance(queue, str):
+            return models.Queue(stable_id(queue), queue)
+        return models.Queue(queue, f"queue-{queue}")
+
+    async def list_queues(self, *, timing: repository.Timing | None = None) -> list[models.Queue]:
+        return [models.Queue(FIXED_QUEUE_ID, "mock", 1)]
+
+    async def send(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        body: str,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> list[int]:
+        return list(range(FIXED_MESSAGE_ID, FIXED_MESSAGE_ID + len(queue_ids)))
+
+    async def read(
+        self,
+        reader_id: int,
+        *,
+        queue_id: int | None = None,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        pop: bool = False,
+        timing: repository.Timing | None = None,
+    ) -> models.Message:
+        return _message(queue_id or FIXED_QUEUE_ID, sender_id or reader_id)
+
+    async def pop_response(
+        self,
+        reader_id: int,
+        queue_id: int,
+        context: int,
+        *,
+        timing: repository.Timing | None = None,
+    ) -> models.Message:
+        return _message(queue_id, reader_id, receiver=reader_id, context=context)
+
+    async def queues_for_me(
+        self, reader_id: int, *, timing: repository.Timing | None = None
+    ) -> list[models.Queue]:
+        return [models.Queue(FIXED_QUEUE_ID, "mock", 1)]
+
+    @staticmethod
+    def _client(client: int | str, *, online: bool) -> models.ClientInfo:
+        if isinstance(client, str):
+            return models.ClientInfo(
+                stable_id(client), client, models.ClientMode.READ_WRITE, online
+            )
+        return models.ClientInfo(client, f"client-{client}", models.ClientMode.READ_WRITE, online)

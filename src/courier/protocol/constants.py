@@ -1,0 +1,85 @@
+"""Numbers that define the Courier wire format: version, header layout, limits, opcodes.
+
+docs/protocol.md is the specification; this module is its single source in code.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+
+VERSION = 1
+"""The only protocol version this code speaks; the first byte of every frame."""
+
+HEADER = struct.Struct(">BBHII")
+"""version u8, opcode u8, flags u16, request_id u32, body_length u32 (big-endian)."""
+
+HEADER_SIZE = HEADER.size  # 12
+
+FLAG_RESPONSE = 0x0001
+"""Flags bit 0: set on every reply frame, clear on every request frame."""
+
+MAX_MESSAGE_BODY_BYTES = 1024 * 1024
+"""Largest message body the default frame limit leaves room for."""
+
+MAX_FRAME_BYTES = HEADER_SIZE + MAX_MESSAGE_BODY_BYTES
+"""Default limit on a whole frame (header + body) that a Decoder accepts.
+
+Servers size their own limit from config so that a message body a little over the
+message limit still arrives whole and can be answered with PAYLOAD_TOO_LARGE.
+"""
+
+SEND_OVERHEAD_BYTES = 64 * 1024
+"""Room in a SEND frame for everything but the message body (queue ids, fields)."""
+
+
+def frame_limit_for(max_body_bytes: int) -> int:
+    """A server's frame limit for its message-body limit.
+
+    Twice the body limit plus room for the rest of a SEND, and never below the
+    default: a body somewhat over the limit still arrives whole, so the server can
+    answer PAYLOAD_TOO_LARGE instead of dropping the connection.
+
+    >>> frame_limit_for(64 * 1024) == MAX_FRAME_BYTES
+    True
+    >>> frame_limit_for(4 * 1024 * 1024) - HEADER_SIZE
+    8454144
+    """
+    body_room = max(MAX_MESSAGE_BODY_BYTES, 2 * max_body_bytes + SEND_OVERHEAD_BYTES)
+    return HEADER_SIZE + body_room
+
+
+MAX_REQUEST_ID = 0xFFFF_FFFF
+MAX_NAME_BYTES = 0xFFFF
+"""Queue and client names, and error messages, carry a u16 byte length."""
+
+MAX_TEXT_BYTES = 0xFFFF_FFFF
+"""Message bodies carry a u32 byte length (the frame limit binds long before)."""
+
+MAX_QUEUE_IDS = 0xFFFF
+"""A SEND names its target queues with a u16 count."""
+
+
+class Opcode(enum.IntEnum):
+    """What a frame asks for; a reply carries the opcode of its request."""
+
+    PING = 0x01
+    REGISTER = 0x02
+    LOGIN = 0x03
+    LOGOUT = 0x04
+    CREATE_QUEUE = 0x10
+    DELETE_QUEUE = 0x11
+    GET_QUEUE = 0x12
+    LIST_QUEUES = 0x13
+    SEND = 0x20
+    READ = 0x21
+    RECEIVE = 0x22
+    AWAIT_RESPONSE = 0x23
+    QUEUES_FOR_ME = 0x24
+
+
+PRE_LOGIN_OPCODES = frozenset({Opcode.PING, Opcode.REGISTER, Opcode.LOGIN})
+"""The only requests a server accepts before LOGIN; others get NOT_LOGGED_IN."""
+
+NO_OPCODE = 0x00
+"""Opcode of an error reply about the connection itself (bad version, oversize frame)."""

@@ -1,0 +1,263 @@
+"""Typed frames: what a client sends (requests) and what a server answers (replies).
+
+Every class is a frozen value object; ``codec.encode`` turns one into bytes and
+``codec.parse`` turns a ``RawFrame`` back into one. A reply does not know its
+opcode: the header of a reply repeats the opcode of the request it answers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeAlias, TypeGuard
+
+from courier import errors, models
+from courier.protocol import constants
+from courier.protocol.constants import Opcode
+
+
+@dataclass(frozen=True, slots=True)
+class RawFrame:
+    """One whole frame cut from the byte stream; the body is not yet parsed."""
+
+    version: int
+    opcode: int
+    flags: int
+    request_id: int
+    body: bytes
+
+    @property
+    def is_response(self) -> bool:
+        return bool(self.flags & constants.FLAG_RESPONSE)
+
+    @property
+    def size(self) -> int:
+        """Bytes on the wire: header plus body."""
+        return constants.HEADER_SIZE + len(self.body)
+
+
+# --- requests -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Ping:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Register:
+    name: str
+    mode: models.ClientMode
+
+
+@dataclass(frozen=True, slots=True)
+class Login:
+    """Log in by id or by name: exactly one of the two is given."""
+
+    client_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Logout:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class CreateQueue:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteQueue:
+    queue_id: int
+    if_empty: bool
+
+
+@dataclass(frozen=True, slots=True)
+class GetQueue:
+    """Look a queue up by id or by name: exactly one of the two is given."""
+
+    queue_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListQueues:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    queue_ids: tuple[int, ...]
+    body: str
+    receiver: int | None
+    priority: int
+    context: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    """Peek (pop=False) or pop one message; None means any queue / any sender."""
+
+    queue_id: int | None
+    sender_id: int | None
+    order: models.Order
+    pop: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Receive:
+    """Pop, waiting up to timeout_ms for a message to arrive."""
+
+    queue_id: int
+    sender_id: int | None
+    order: models.Order
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitResponse:
+    """Pop the message addressed to me with this context, waiting up to timeout_ms."""
+
+    queue_id: int
+    context: int
+    timeout_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueuesForMe:
+    pass
+
+
+# --- replies --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Pong:
+    server_time_ns: int
+    """The server's wall clock (ns since the Unix epoch) when it answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientReply:
+    client: models.ClientInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Done:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class QueueReply:
+    queue: models.Queue
+
+
+@dataclass(frozen=True, slots=True)
+class QueueListReply:
+    queues: tuple[models.Queue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageIdsReply:
+    ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageReply:
+    message: models.Message
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorReply:
+    """A failed request: any opcode may be answered with one."""
+
+    status: errors.Status
+    message: str
+
+    def to_exception(self) -> errors.CourierError:
+        return errors.for_status(self.status, self.message)
+
+
+Request: TypeAlias = (
+    Ping
+    | Register
+    | Login
+    | Logout
+    | CreateQueue
+    | DeleteQueue
+    | GetQueue
+    | ListQueues
+    | Send
+    | Read
+    | Receive
+    | AwaitResponse
+    | QueuesForMe
+)
+
+Reply: TypeAlias = (
+    Pong
+    | ClientReply
+    | Done
+    | QueueReply
+    | QueueListReply
+    | MessageIdsReply
+    | MessageReply
+    | ErrorReply
+)
+
+REQUEST_TYPES: dict[Opcode, type[Request]] = {
+    Opcode.PING: Ping,
+    Opcode.REGISTER: Register,
+    Opcode.LOGIN: Login,
+    Opcode.LOGOUT: Logout,
+    Opcode.CREATE_QUEUE: CreateQueue,
+    Opcode.DELETE_QUEUE: DeleteQueue,
+    Opcode.GET_QUEUE: GetQueue,
+    Opcode.LIST_QUEUES: ListQueues,
+    Opcode.SEND: Send,
+    Opcode.READ: Read,
+    Opcode.RECEIVE: Receive,
+    Opcode.AWAIT_RESPONSE: AwaitResponse,
+    Opcode.QUEUES_FOR_ME: QueuesForMe,
+}
+
+REPLY_TYPES: dict[Opcode, type[Reply]] = {
+    Opcode.PING: Pong,
+    Opcode.REGISTER: ClientReply,
+    Opcode.LOGIN: ClientReply,
+    Opcode.LOGOUT: Done,
+    Opcode.CREATE_QUEUE: QueueReply,
+    Opcode.DELETE_QUEUE: Done,
+    Opcode.GET_QUEUE: QueueReply,
+    Opcode.LIST_QUEUES: QueueListReply,
+    Opcode.SEND: MessageIdsReply,
+    Opcode.READ: MessageReply,
+    Opcode.RECEIVE: MessageReply,
+    Opcode.AWAIT_RESPONSE: MessageReply,
+    Opcode.QUEUES_FOR_ME: QueueListReply,
+}
+"""The successful reply type for each request opcode (ErrorReply answers any)."""
+
+OPCODES: dict[type[Request], Opcode] = {cls: op for op, cls in REQUEST_TYPES.items()}
+
+
+def reply_type(opcode: Opcode) -> type[Reply]:
+    """The successful reply type that answers a request with this opcode."""
+    return REPLY_TYPES[opcode]
+
+
+def opcode_of(request: Request) -> Opcode:
+    """The opcode that carries this request."""
+    return OPCODES[type(request)]
+
+
+def is_request(message: object) -> TypeGuard[Request]:
+    return type(message) in OPCODES
+
+
+def is_reply(message: object) -> TypeGuard[Reply]:
+    return type(message) in REPLY_CLASSES
+
+
+REPLY_CLASSES = frozenset({*REPLY_TYPES.values(), ErrorReply})

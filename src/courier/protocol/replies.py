@@ -1,0 +1,168 @@
+"""Reply bodies: a status byte, then an error message or the opcode's payload.
+
+Layouts are in docs/protocol.md, "Replies". Value objects from ``models`` have one
+layout each wherever they appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from courier import errors, models
+from courier.protocol import constants, exceptions, frames, wire
+from courier.protocol.constants import Opcode
+
+
+def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
+    """Append the body of ``reply``, status byte first."""
+    if isinstance(reply, frames.ErrorReply):
+        write_error(writer, reply)
+        return
+    writer.buffer.append(errors.Status.OK)
+    match reply:
+        case frames.Pong(server_time_ns=server_time_ns):
+            writer.i64(server_time_ns, "server_time_ns")
+        case frames.ClientReply(client=client):
+            write_client(writer, client)
+        case frames.Done():
+            pass
+        case frames.QueueReply(queue=queue):
+            write_queue(writer, queue)
+        case frames.QueueListReply(queues=queues):
+            writer.u32(len(queues), "len(queues)")
+            for queue in queues:
+                write_queue(writer, queue)
+        case frames.MessageIdsReply(ids=ids):
+            writer.u16(len(ids), "len(ids)")
+            for message_id in ids:
+                writer.i64(message_id, "ids[]")
+        case frames.MessageReply(message=message):
+            write_message(writer, message)
+
+
+def write_error(writer: wire.Writer, reply: frames.ErrorReply) -> None:
+    status = wire.STATUSES_BY_CODE.get(reply.status)
+    if status is None or status is errors.Status.OK:
+        raise writer.fail(f"status={reply.status!r} is not an error status")
+    writer.buffer.append(status)
+    writer.name(fit_message(reply.message), "message")
+
+
+def fit_message(message: str) -> str:
+    """Error messages may quote user input; cut them to the u16 length, not mid-character."""
+    data = message.encode(errors="replace")
+    if len(data) <= constants.MAX_NAME_BYTES:
+        return message
+    return data[: constants.MAX_NAME_BYTES].decode(errors="ignore")
+
+
+def write_client(writer: wire.Writer, client: models.ClientInfo) -> None:
+    writer.i64(client.id, "client.id")
+    writer.name(client.name, "client.name")
+    wire.write_mode(writer, client.mode, "client.mode")
+    writer.boolean(client.online, "client.online")
+
+
+def write_queue(writer: wire.Writer, queue: models.Queue) -> None:
+    writer.i64(queue.id, "queue.id")
+    writer.name(queue.name, "queue.name")
+    writer.i64(queue.message_count, "queue.message_count")
+
+
+def write_message(writer: wire.Writer, message: models.Message) -> None:
+    writer.i64(message.id, "message.id")
+    writer.i64(message.queue, "message.queue")
+    writer.i64(message.sender, "message.sender")
+    writer.optional_id(message.receiver, "message.receiver")
+    writer.optional_i64(message.context, "message.context")
+    writer.u8(message.priority, "message.priority")
+    writer.timestamp(message.created_at, "message.created_at")
+    writer.text(message.body, "message.body")
+
+
+def read_reply(reader: wire.Reader) -> frames.Reply:
+    """Read a whole reply body; the opcode is the reader's (the request's)."""
+    status = reader.status("status")
+    if status is not errors.Status.OK:
+        return frames.ErrorReply(status=status, message=reader.name("message"))
+    try:
+        read_payload = READERS[Opcode(reader.opcode)]
+    except ValueError:
+        raise exceptions.UnknownOpcode(reader.opcode) from None
+    return read_payload(reader)
+
+
+def read_client(reader: wire.Reader) -> models.ClientInfo:
+    return models.ClientInfo(
+        id=reader.i64("client.id"),
+        name=reader.name("client.name"),
+        mode=reader.mode("client.mode"),
+        online=reader.boolean("client.online"),
+    )
+
+
+def read_queue(reader: wire.Reader) -> models.Queue:
+    return models.Queue(
+        id=reader.i64("queue.id"),
+        name=reader.name("queue.name"),
+        message_count=reader.i64("queue.message_count"),
+    )
+
+
+def read_message(reader: wire.Reader) -> models.Message:
+    return models.Message(
+        id=reader.i64("message.id"),
+        queue=reader.i64("message.queue"),
+        sender=reader.i64("message.sender"),
+        receiver=reader.optional_id("message.receiver"),
+        context=reader.optional_i64("message.context"),
+        priority=reader.u8("message.priority"),
+        created_at=reader.timestamp("message.created_at"),
+        body=reader.text("message.body"),
+    )
+
+
+def read_pong(reader: wire.Reader) -> frames.Pong:
+    return frames.Pong(server_time_ns=reader.i64("server_time_ns"))
+
+
+def read_client_reply(reader: wire.Reader) -> frames.ClientReply:
+    return frames.ClientReply(client=read_client(reader))
+
+
+def read_done(reader: wire.Reader) -> frames.Done:
+    return frames.Done()
+
+
+def read_queue_reply(reader: wire.Reader) -> frames.QueueReply:
+    return frames.QueueReply(queue=read_queue(reader))
+
+
+def read_queue_list(reader: wire.Reader) -> frames.QueueListReply:
+    count = reader.u32("len(queues)")
+    return frames.QueueListReply(queues=tuple(read_queue(reader) for _ in range(count)))
+
+
+def read_message_ids(reader: wire.Reader) -> frames.MessageIdsReply:
+    count = reader.u16("len(ids)")
+    return frames.MessageIdsReply(ids=tuple(reader.i64("ids[]") for _ in range(count)))
+
+
+def read_message_reply(reader: wire.Reader) -> frames.MessageReply:
+    return frames.MessageReply(message=read_message(reader))
+
+
+PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]] = {
+    frames.Pong: read_pong,
+    frames.ClientReply: read_client_reply,
+    frames.Done: read_done,
+    frames.QueueReply: read_queue_reply,
+    frames.QueueListReply: read_queue_list,
+    frames.MessageIdsReply: read_message_ids,
+    frames.MessageReply: read_message_reply,
+}
+
+READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {
+    opcode: PAYLOAD_READERS[reply] for opcode, reply in frames.REPLY_TYPES.items()
+}
+"""How to read the payload of a successful reply to each opcode."""

@@ -1,0 +1,206 @@
+"""Field-level encoding shared by every body: integers, strings, enums, timestamps.
+
+``Writer`` appends fields to a body; ``Reader`` takes them off one at a time and
+raises ``MalformedBody`` (never struct.error or UnicodeDecodeError) on bad bytes.
+"""
+
+from __future__ import annotations
+
+import struct
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from courier import errors, models
+from courier.protocol import constants, exceptions
+
+U8 = struct.Struct(">B")
+U16 = struct.Struct(">H")
+U32 = struct.Struct(">I")
+I64 = struct.Struct(">q")
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MICROSECOND = timedelta(microseconds=1)
+
+# Enums travel as one byte; these tables are the wire codes (docs/protocol.md).
+MODE_CODES: dict[models.ClientMode, int] = {
+    models.ClientMode.READ_WRITE: 0,
+    models.ClientMode.READ_ONLY: 1,
+}
+ORDER_CODES: dict[models.Order, int] = {models.Order.TIME: 0, models.Order.PRIORITY: 1}
+MODES_BY_CODE = {code: mode for mode, code in MODE_CODES.items()}
+ORDERS_BY_CODE = {code: order for order, code in ORDER_CODES.items()}
+STATUSES_BY_CODE = {int(status): status for status in errors.Status}
+
+E = TypeVar("E")
+
+
+class Writer:
+    """Builds one frame: room for the header first, then every method appends a field."""
+
+    def __init__(self, opcode: int) -> None:
+        self.opcode = opcode
+        self.buffer = bytearray(constants.HEADER_SIZE)
+
+    def fail(self, reason: str) -> exceptions.EncodeError:
+        return exceptions.EncodeError(self.opcode, reason)
+
+    def pack(self, codec: struct.Struct, value: int, field: str) -> None:
+        try:
+            self.buffer += codec.pack(value)
+        except struct.error as exc:
+            raise self.fail(f"{field}={value!r} does not fit ({exc})") from exc
+
+    def u8(self, value: int, field: str) -> None:
+        self.pack(U8, value, field)
+
+    def u16(self, value: int, field: str) -> None:
+        self.pack(U16, value, field)
+
+    def u32(self, value: int, field: str) -> None:
+        self.pack(U32, value, field)
+
+    def i64(self, value: int, field: str) -> None:
+        self.pack(I64, value, field)
+
+    def boolean(self, value: bool, field: str) -> None:
+        self.buffer.append(1 if value else 0)
+
+    def optional_id(self, value: int | None, field: str) -> None:
+        """Ids are positive, so 0 stands for 'none'."""
+        if value is not None and value <= 0:
+            raise self.fail(f"{field}={value!r}: ids are positive")
+        self.i64(value or 0, field)
+
+    def optional_i64(self, value: int | None, field: str) -> None:
+        """A presence byte, then the i64 only when present."""
+        if value is None:
+            self.buffer.append(0)
+        else:
+            self.buffer.append(1)
+            self.i64(value, field)
+
+    def string(self, value: str, field: str, length: struct.Struct) -> None:
+        try:
+            data = value.encode()
+        except (UnicodeEncodeError, AttributeError) as exc:
+            raise self.fail(f"{field} is not encodable text ({exc})") from exc
+        self.pack(length, len(data), f"len({field})")
+        self.buffer += data
+
+    def name(self, value: str, field: str) -> None:
+        self.string(value, field, U16)
+
+    def text(self, value: str, field: str) -> None:
+        self.string(value, field, U32)
+
+    def timestamp(self, value: datetime, field: str) -> None:
+        try:
+            micros = (value - EPOCH) // MICROSECOND
+        except TypeError as exc:
+            raise self.fail(f"{field} must be a timezone-aware datetime") from exc
+        self.i64(micros, field)
+
+
+class Reader:
+    """Reads one body from the start; ``finish`` insists that nothing is left over."""
+
+    def __init__(self, opcode: int, body: bytes, offset: int = 0) -> None:
+        self.opcode = opcode
+        self.body = body
+        self.offset = offset
+
+    def fail(self, reason: str) -> exceptions.MalformedBody:
+        return exceptions.MalformedBody(self.opcode, reason)
+
+    def take(self, count: int, field: str) -> bytes:
+        end = self.offset + count
+        if end > len(self.body):
+            raise self.fail(f"body ends inside {field} (needs {end} bytes, has {len(self.body)})")
+        chunk = self.body[self.offset : end]
+        self.offset = end
+        return chunk
+
+    def unpack(self, codec: struct.Struct, field: str) -> int:
+        value: int = codec.unpack(self.take(codec.size, field))[0]
+        return value
+
+    def u8(self, field: str) -> int:
+        return self.unpack(U8, field)
+
+    def u16(self, field: str) -> int:
+        return self.unpack(U16, field)
+
+    def u32(self, field: str) -> int:
+        return self.unpack(U32, field)
+
+    def i64(self, field: str) -> int:
+        return self.unpack(I64, field)
+
+    def boolean(self, field: str) -> bool:
+        value = self.u8(field)
+        if value > 1:
+            raise self.fail(f"{field} is {value}; a boolean must be 0 or 1")
+        return value == 1
+
+    def optional_id(self, field: str) -> int | None:
+        return self.i64(field) or None
+
+    def optional_i64(self, field: str) -> int | None:
+        return self.i64(field) if self.boolean(f"{field} presence") else None
+
+    def string(self, field: str, length: struct.Struct) -> str:
+        data = self.take(self.unpack(length, f"len({field})"), field)
+        try:
+            return data.decode()
+        except UnicodeDecodeError as exc:
+            raise self.fail(
+                f"{field} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+            ) from exc
+
+    def name(self, field: str) -> str:
+        return self.string(field, U16)
+
+    def text(self, field: str) -> str:
+        return self.string(field, U32)
+
+    def timestamp(self, field: str) -> datetime:
+        micros = self.i64(field)
+        try:
+            return EPOCH + micros * MICROSECOND
+        except OverflowError as exc:
+            raise self.fail(f"{field}={micros} µs is outside the datetime range") from exc
+
+    def mode(self, field: str) -> models.ClientMode:
+        return self.enum(MODES_BY_CODE, field)
+
+    def order(self, field: str) -> models.Order:
+        return self.enum(ORDERS_BY_CODE, field)
+
+    def status(self, field: str) -> errors.Status:
+        return self.enum(STATUSES_BY_CODE, field)
+
+    def enum(self, table: dict[int, E], field: str) -> E:
+        code = self.u8(field)
+        try:
+            return table[code]
+        except KeyError:
+            raise self.fail(f"{field} code {code} is unknown") from None
+
+    def finish(self) -> None:
+        extra = len(self.body) - self.offset
+        if extra:
+            raise self.fail(f"{extra} trailing bytes after the body")
+
+
+def write_mode(writer: Writer, mode: models.ClientMode, field: str) -> None:
+    code = MODE_CODES.get(mode)
+    if code is None:
+        raise writer.fail(f"{field}={mode!r} is not a ClientMode")
+    writer.buffer.append(code)
+
+
+def write_order(writer: Writer, order: models.Order, field: str) -> None:
+    code = ORDER_CODES.get(order)
+    if code is None:
+        raise writer.fail(f"{field}={order!r} is not an Order")
+    writer.buffer.append(code)

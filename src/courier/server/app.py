@@ -1,0 +1,127 @@
+"""One middleware instance, assembled: pool, backend, LISTEN link, registry, listener.
+
+``run`` is what `courier serve` calls: it serves on uvloop until SIGTERM or Ctrl-C,
+then stops accepting, finishes the requests in flight, logs sessions out,
+unregisters the instance and returns (exit status 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import asyncpg
+import uvloop
+
+from courier import config
+from courier.db import repository
+from courier.lab import mock
+from courier.server import (
+    backend,
+    connection,
+    handlers,
+    listener,
+    notify,
+    recording,
+    registry,
+    waiters,
+)
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE = 10.0
+"""Seconds running requests get to finish after a stop signal."""
+
+
+def max_frame_bytes(limits: config.Limits) -> int:
+    """Frames well past the body limit still arrive whole and get PAYLOAD_TOO_LARGE."""
+    return 2 * limits.max_body_bytes + 64 * 1024
+
+
+class Server:
+    def __init__(
+        self, settings: config.ServerSettings, recorder: recording.Recorder | None = None
+    ) -> None:
+        self.settings = settings
+        frame_limit = max_frame_bytes(settings.limits)
+        self._listener = listener.Listener(
+            connection.ConnectionSettings(frame_limit, recorder), settings.max_clients
+        )
+        self._waiters = waiters.Waiters()
+        self._pool: asyncpg.Pool | None = None
+        self._notifier: notify.NotificationListener | None = None
+        self._registry: registry.InstanceRegistry | None = None
+        self._services: handlers.Services | None = None
+        self.address = ""
+
+    async def start(self) -> str:
+        """Connect, register and start accepting; returns ``host:port``."""
+        host, port = await self._listener.bind(self.settings.host, self.settings.port)
+        self.address = f"{host}:{port}"
+        if self.settings.mock:
+            store: backend.Backend = mock.MockBackend()
+            instance_id = 0
+        else:
+            repo = await self._open_database()
+            store, instance_id = repo, await self._register(repo)
+        self._services = handlers.Services(store, self._waiters, instance_id, self.settings.limits)
+        await self._listener.start(self._services)
+        return self.address
+
+    async def _open_database(self) -> repository.Repository:
+        self._pool = await backend.open_pool(self.settings.dsn, self.settings.pool)
+        self._notifier = notify.NotificationListener(self.settings.dsn, self._waiters)
+        await self._notifier.start()
+        return repository.Repository(self._pool, self.settings.limits)
+
+    async def _register(self, store: backend.InstanceStore) -> int:
+        settings = self.settings
+        self._registry = registry.InstanceRegistry(
+            store, self.address, settings.heartbeat_interval, settings.instance_ttl
+        )
+        self._registry.on_reregistered = self._reclaim_sessions
+        return await self._registry.register()
+
+    async def _reclaim_sessions(self, old_instance_id: int, new_instance_id: int) -> None:
+        assert self._services is not None
+        self._services.instance_id = new_instance_id
+        await self._listener.reclaim_sessions(old_instance_id, new_instance_id)
+
+    async def stop(self) -> None:
+        """Stop accepting, finish what is running, log out, unregister, disconnect."""
+        self._listener.stop_accepting()
+        self._waiters.stop()
+        await self._listener.stop_connections(SHUTDOWN_GRACE)
+        if self._registry is not None:
+            try:
+                await self._registry.unregister()
+            except Exception as exc:
+                log.warning("could not unregister the instance: %s", exc)
+        if self._notifier is not None:
+            await self._notifier.close()
+        if self._pool is not None:
+            await backend.close_pool(self._pool)
+
+
+async def serve(
+    settings: config.ServerSettings, recorder: recording.Recorder | None = None
+) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stopping.set)
+    server = Server(settings, recorder)
+    try:
+        address = await server.start()
+        log.info("Courier middleware listening on %s", address)
+        await stopping.wait()
+        log.info("stopping: finishing requests in flight")
+    finally:
+        await server.stop()
+    log.info("stopped")
+
+
+def run(settings: config.ServerSettings, recorder: recording.Recorder | None = None) -> None:
+    uvloop.run(serve(settings, recorder))

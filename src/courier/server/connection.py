@@ -1,0 +1,260 @@
+"""One client connection: read frames, run requests concurrently, write their replies.
+
+Requests on a connection are pipelined: each runs as its own task and its reply
+echoes its request id, in whatever order replies complete. LOGIN and LOGOUT are the
+exception: reading pauses until they finish, so every request sees the session as
+it was when the request arrived. Each reply is a single ``write`` of a whole frame,
+so replies never interleave.
+
+A frame that cannot be parsed gets BAD_REQUEST and the connection carries on; a
+stream that can no longer be cut into frames (bad version, oversize frame) or a
+reply frame sent by a client gets an error reply, then the connection closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+
+from courier import errors, protocol
+from courier.protocol import constants, exceptions, frames, names
+from courier.protocol.constants import Opcode
+from courier.server import backend, handlers, recording, session
+
+log = logging.getLogger(__name__)
+
+READ_SIZE = 256 * 1024
+MAX_IN_FLIGHT = 512
+"""Requests one connection may have running at once; beyond it, reading pauses."""
+
+SESSION_OPCODES = frozenset({Opcode.LOGIN, Opcode.LOGOUT})
+WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSettings:
+    max_frame_bytes: int
+    recorder: recording.Recorder | None = None
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        services: handlers.Services,
+        settings: ConnectionSettings,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._services = services
+        self._recorder = settings.recorder
+        self._decoder = protocol.Decoder(settings.max_frame_bytes)
+        self.session = session.Session()
+        self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
+        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._reading: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def peer(self) -> str:
+        peer = self._writer.get_extra_info("peername")
+        return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+
+    async def serve(self) -> None:
+        """Serve until the peer leaves, the stream breaks, or ``stop`` is called."""
+        self._reading = asyncio.get_running_loop().create_task(self._read_loop())
+        try:
+            await asyncio.wait({self._reading})
+            await self._finish()
+        finally:
+            self._abandon()
+
+    def stop(self, *, graceful: bool = True) -> None:
+        """Read no more requests. Graceful: answer those already running; otherwise
+        end the waiting ones as if the peer had left."""
+        self._stopping = graceful
+        if self._reading is not None:
+            self._reading.cancel()
+
+    # -- reading -----------------------------------------------------------------
+    async def _read_loop(self) -> None:
+        while True:
+            data = await self._reader.read(READ_SIZE)
+            if not data:
+                return
+            arrived_ns = time.perf_counter_ns()
+            wall_ns = time.time_ns() if self._recorder is not None else 0
+            try:
+                raws = self._decoder.feed(data)
+            except exceptions.FramingError as exc:
+                self._write(protocol.encode(0, frames.ErrorReply(exc.status, exc.message)))
+                return
+            for raw in raws:
+                if raw.is_response:
+                    self._reject_reply_frame(raw)
+                    return
+                await self._dispatch(raw, arrived_ns, wall_ns)
+
+    def _reject_reply_frame(self, raw: frames.RawFrame) -> None:
+        reply = frames.ErrorReply(errors.Status.BAD_REQUEST, "clients send requests, not replies")
+        self._write(protocol.encode(raw.request_id, reply, opcode=raw.opcode))
+
+    async def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> None:
+        await self._slots.acquire()
+        request = Incoming(raw, self.session, arrived_ns, wall_ns)
+        task = asyncio.get_running_loop().create_task(self._answer(request))
+        self._tasks[task] = raw.opcode
+        task.add_done_callback(self._forget)
+        if raw.opcode in SESSION_OPCODES:
+            # Later requests must see the session this one leaves behind.
+            await asyncio.shield(task)
+
+    def _forget(self, task: asyncio.Task[None]) -> None:
+        del self._tasks[task]
+        self._slots.release()
+
+    # -- answering ---------------------------------------------------------------
+    async def _answer(self, request: Incoming) -> None:
+        raw = request.raw
+        started_ns = time.perf_counter_ns()
+        timing = backend.Timing() if self._recorder is not None else None
+        parsed_ns = started_ns
+        try:
+            parsed = protocol.parse(raw)
+            parsed_ns = time.perf_counter_ns()
+            reply = await self._handle(raw.opcode, parsed, request.session, timing)
+        except errors.CourierError as exc:
+            reply = frames.ErrorReply(exc.status, exc.message)
+        except Exception as exc:
+            reply = self._unexpected(raw, exc)
+        encode_ns = time.perf_counter_ns()
+        data, sent = self._encode_reply(raw, reply)
+        written_ns = self._write(data)
+        if self._recorder is not None:
+            self._record(request, sent, timing, started_ns, parsed_ns, encode_ns, written_ns)
+        await self._drain()
+
+    async def _handle(
+        self,
+        opcode: int,
+        request: frames.Request | frames.Reply,
+        current: session.Session,
+        timing: backend.Timing | None,
+    ) -> frames.Reply:
+        if current.client is None and opcode not in constants.PRE_LOGIN_OPCODES:
+            raise errors.NotLoggedIn()
+        handler = handlers.HANDLERS[Opcode(opcode)]
+        reply = await handler(handlers.Context(self._services, current, timing), request)
+        if opcode == Opcode.LOGIN and isinstance(reply, frames.ClientReply):
+            self.session = session.Session(reply.client)
+        elif opcode == Opcode.LOGOUT:
+            self.session = session.Session()
+        return reply
+
+    def _unexpected(self, raw: frames.RawFrame, exc: Exception) -> frames.ErrorReply:
+        if backend.is_outage(exc):
+            return frames.ErrorReply(errors.Status.UNAVAILABLE, errors.Unavailable().message)
+        log.exception("request %d (%s) failed", raw.request_id, exceptions.opcode_name(raw.opcode))
+        return frames.ErrorReply(errors.Status.INTERNAL, errors.InternalError().message)
+
+    def _encode_reply(
+        self, raw: frames.RawFrame, reply: frames.Reply
+    ) -> tuple[bytes, frames.Reply]:
+        """The reply's frame and the reply it carries: INTERNAL if reply cannot be encoded."""
+        try:
+            return protocol.encode(raw.request_id, reply, opcode=raw.opcode), reply
+        except exceptions.EncodeError:
+            log.exception("cannot encode the reply to request %d", raw.request_id)
+            internal = frames.ErrorReply(errors.Status.INTERNAL, "reply could not be encoded")
+            return protocol.encode(raw.request_id, internal, opcode=raw.opcode), internal
+
+    def _record(
+        self,
+        request: Incoming,
+        sent: frames.Reply,
+        timing: backend.Timing | None,
+        started_ns: int,
+        parsed_ns: int,
+        encode_ns: int,
+        written_ns: int,
+    ) -> None:
+        """Hand the recorder what the request cost and the status actually sent."""
+        assert self._recorder is not None and timing is not None
+        raw = request.raw
+        status = names.STATUSES[sent.status] if isinstance(sent, frames.ErrorReply) else "OK"
+        record = recording.RequestRecord(
+            request.session.client_id or self.session.client_id,
+            raw.request_id,
+            names.OPERATIONS[raw.opcode],
+            status,
+            request.wall_ns,  # receive_ns
+            started_ns - request.arrived_ns,  # queued_ns
+            timing.pool_wait_ns,
+            timing.round_trip_ns,
+            timing.exec_ns,
+            parsed_ns - started_ns,  # deserialize_ns
+            written_ns - encode_ns,  # serialize_ns
+            written_ns - request.arrived_ns,  # total_ns
+        )
+        try:
+            self._recorder(record)
+        except Exception:
+            log.exception("the request recorder failed")
+
+    # -- writing and closing -------------------------------------------------------
+    def _write(self, data: bytes) -> int:
+        """Hand one whole frame to the transport; returns when it was handed over."""
+        if not self._writer.is_closing():
+            self._writer.write(data)
+        return time.perf_counter_ns()
+
+    async def _drain(self) -> None:
+        # Backpressure: a reader that does not read slows its own requests only.
+        with contextlib.suppress(ConnectionError):
+            await self._writer.drain()
+
+    async def _finish(self) -> None:
+        if not self._stopping:
+            # The peer is gone: nobody will read what a waiting request finds.
+            for task, opcode in list(self._tasks.items()):
+                if opcode in WAITING_OPCODES:
+                    task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks))
+        await self._log_out()
+        self._writer.close()
+        with contextlib.suppress(ConnectionError):
+            await self._writer.wait_closed()
+
+    def _abandon(self) -> None:
+        """Serving was cut short (a shutdown past its grace): drop what still runs."""
+        if self._reading is not None:
+            self._reading.cancel()
+        for task in self._tasks:
+            task.cancel()
+        self._writer.transport.abort()
+
+    async def _log_out(self) -> None:
+        client = self.session.client
+        if client is None:
+            return
+        self.session = session.Session()
+        try:
+            await self._services.backend.logout(client.id, self._services.instance_id)
+        except Exception as exc:
+            # The instance registry releases the session later (unregister or expiry).
+            log.warning("could not log client %d out: %s", client.id, exc)
+
+
+@dataclass(frozen=True, slots=True)
+class Incoming:
+    """A frame as it arrived: the session then current and when it came."""
+
+    raw: frames.RawFrame
+    session: session.Session
+    arrived_ns: int  # perf_counter_ns
+    wall_ns: int  # time_ns, only when recording

@@ -1,0 +1,189 @@
+"""One small handler per opcode, and the table that dispatches to them.
+
+A handler takes the request's context and its typed request, calls the backend,
+and returns a typed reply. Failures are raised as courier.errors exceptions; the
+connection turns them into ErrorReply frames. Identity always comes from the
+session, never from the request body.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from courier import config, errors, models
+from courier.protocol import frames
+from courier.protocol.constants import Opcode
+from courier.server import backend, session, waiters
+
+
+@dataclass(slots=True)
+class Services:
+    """What every handler may use; one per server instance.
+
+    ``instance_id`` changes only if the instance has to register again.
+    """
+
+    backend: backend.Backend
+    waiters: waiters.Waiters
+    instance_id: int
+    limits: config.Limits
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """One request's view: the services, the session it arrived in, a timing sink."""
+
+    services: Services
+    session: session.Session
+    timing: backend.Timing | None
+
+
+async def ping(ctx: Context, request: frames.Ping) -> frames.Pong:
+    return frames.Pong(server_time_ns=time.time_ns())
+
+
+async def register(ctx: Context, request: frames.Register) -> frames.ClientReply:
+    client = await ctx.services.backend.register_client(
+        request.name, request.mode, timing=ctx.timing
+    )
+    return frames.ClientReply(client)
+
+
+async def login(ctx: Context, request: frames.Login) -> frames.ClientReply:
+    if ctx.session.client is not None:
+        raise errors.BadRequest(f"already logged in as {ctx.session.client.name!r}; log out first")
+    key = request.client_id if request.client_id is not None else request.name
+    if key is None:
+        raise errors.BadRequest("log in by client id or by name")
+    services = ctx.services
+    client = await services.backend.login(key, services.instance_id, timing=ctx.timing)
+    return frames.ClientReply(client)
+
+
+async def logout(ctx: Context, request: frames.Logout) -> frames.Done:
+    client = ctx.session.require_client()
+    await ctx.services.backend.logout(client.id, ctx.services.instance_id, timing=ctx.timing)
+    return frames.Done()
+
+
+async def create_queue(ctx: Context, request: frames.CreateQueue) -> frames.QueueReply:
+    queue = await ctx.services.backend.create_queue(request.name, timing=ctx.timing)
+    return frames.QueueReply(queue)
+
+
+async def delete_queue(ctx: Context, request: frames.DeleteQueue) -> frames.Done:
+    await ctx.services.backend.delete_queue(
+        request.queue_id, if_empty=request.if_empty, timing=ctx.timing
+    )
+    return frames.Done()
+
+
+async def get_queue(ctx: Context, request: frames.GetQueue) -> frames.QueueReply:
+    key = request.queue_id if request.queue_id is not None else request.name
+    if key is None:
+        raise errors.BadRequest("look a queue up by id or by name")
+    return frames.QueueReply(await ctx.services.backend.get_queue(key, timing=ctx.timing))
+
+
+async def list_queues(ctx: Context, request: frames.ListQueues) -> frames.QueueListReply:
+    queues = await ctx.services.backend.list_queues(timing=ctx.timing)
+    return frames.QueueListReply(tuple(queues))
+
+
+async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
+    sender = ctx.session.require_writer()
+    check_body_size(request.body, ctx.services.limits)
+    ids = await ctx.services.backend.send(
+        sender.id,
+        request.queue_ids,
+        request.body,
+        receiver=request.receiver,
+        priority=request.priority,
+        context=request.context,
+        timing=ctx.timing,
+    )
+    return frames.MessageIdsReply(tuple(ids))
+
+
+def check_body_size(body: str, limits: config.Limits) -> None:
+    # A character is at most four UTF-8 bytes: only long bodies need encoding to measure.
+    if len(body) * 4 <= limits.max_body_bytes:
+        return
+    size = len(body.encode())
+    if size > limits.max_body_bytes:
+        raise errors.PayloadTooLarge(size=size, limit=limits.max_body_bytes)
+
+
+async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
+    message = await ctx.services.backend.read(
+        ctx.session.require_client().id,
+        queue_id=request.queue_id,
+        sender_id=request.sender_id,
+        order=request.order,
+        pop=request.pop,
+        timing=ctx.timing,
+    )
+    return frames.MessageReply(message)
+
+
+async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
+    reader_id = ctx.session.require_client().id
+
+    async def pop() -> models.Message:
+        return await ctx.services.backend.read(
+            reader_id,
+            queue_id=request.queue_id,
+            sender_id=request.sender_id,
+            order=request.order,
+            pop=True,
+            timing=ctx.timing,
+        )
+
+    message = await ctx.services.waiters.wait_for(
+        request.queue_id, reader_id, pop, request.timeout_ms / 1000
+    )
+    return frames.MessageReply(message)
+
+
+async def await_response(ctx: Context, request: frames.AwaitResponse) -> frames.MessageReply:
+    reader_id = ctx.session.require_client().id
+
+    async def pop() -> models.Message:
+        return await ctx.services.backend.pop_response(
+            reader_id, request.queue_id, request.context, timing=ctx.timing
+        )
+
+    message = await ctx.services.waiters.wait_for(
+        request.queue_id, reader_id, pop, request.timeout_ms / 1000
+    )
+    return frames.MessageReply(message)
+
+
+async def queues_for_me(ctx: Context, request: frames.QueuesForMe) -> frames.QueueListReply:
+    queues = await ctx.services.backend.queues_for_me(
+        ctx.session.require_client().id, timing=ctx.timing
+    )
+    return frames.QueueListReply(tuple(queues))
+
+
+Handler = Callable[[Context, Any], Awaitable[frames.Reply]]
+
+HANDLERS: dict[Opcode, Handler] = {
+    Opcode.PING: ping,
+    Opcode.REGISTER: register,
+    Opcode.LOGIN: login,
+    Opcode.LOGOUT: logout,
+    Opcode.CREATE_QUEUE: create_queue,
+    Opcode.DELETE_QUEUE: delete_queue,
+    Opcode.GET_QUEUE: get_queue,
+    Opcode.LIST_QUEUES: list_queues,
+    Opcode.SEND: send,
+    Opcode.READ: read,
+    Opcode.RECEIVE: receive,
+    Opcode.AWAIT_RESPONSE: await_response,
+    Opcode.QUEUES_FOR_ME: queues_for_me,
+}
+"""Opcode -> handler; every request opcode has exactly one."""

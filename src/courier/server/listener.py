@@ -1,0 +1,98 @@
+"""Accept connections up to the instance's capacity; stop them all on shutdown.
+
+A connection beyond ``max_clients`` is told SERVER_FULL (request id 0) and closed
+at once, before it can send anything; the clients already connected notice nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from courier import errors, protocol
+from courier.server import connection, handlers
+
+log = logging.getLogger(__name__)
+
+
+class Listener:
+    def __init__(self, settings: connection.ConnectionSettings, max_clients: int) -> None:
+        self._services: handlers.Services | None = None
+        self._settings = settings
+        self._max_clients = max_clients
+        self._connections: dict[connection.Connection, asyncio.Task[None]] = {}
+        self._server: asyncio.Server | None = None
+
+    def __len__(self) -> int:
+        return len(self._connections)
+
+    async def bind(self, host: str, port: int) -> tuple[str, int]:
+        """Open the listening socket (not yet accepting); returns the bound address."""
+        self._server = await asyncio.start_server(self._accept, host, port, start_serving=False)
+        bound = self._server.sockets[0].getsockname()
+        return str(bound[0]), int(bound[1])
+
+    async def start(self, services: handlers.Services) -> None:
+        """Start accepting; connections use ``services`` from now on."""
+        assert self._server is not None, "bind first"
+        self._services = services
+        await self._server.start_serving()
+
+    def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def stop_connections(self, grace: float) -> None:
+        """Stop reading on every connection, let running requests finish, then close."""
+        for conn in list(self._connections):
+            conn.stop()
+        pending = list(self._connections.values())
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=grace)
+        for task in late:
+            task.cancel()
+        if late:
+            log.warning("%d connections did not finish within %.1fs", len(late), grace)
+            await asyncio.wait(late)
+
+    async def reclaim_sessions(self, old_instance_id: int, new_instance_id: int) -> None:
+        """Move this instance's sessions to its new registry id; a client that lost its
+        session meanwhile (someone logged in as it elsewhere) is disconnected."""
+        assert self._services is not None
+        store = self._services.backend
+        for conn in list(self._connections):
+            client = conn.session.client
+            if client is None:
+                continue
+            try:
+                await store.logout(client.id, old_instance_id)
+                await store.login(client.id, new_instance_id)
+            except errors.CourierError as exc:
+                log.warning("client %d lost its session (%s); disconnecting", client.id, exc)
+                conn.stop(graceful=False)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._connections) >= self._max_clients or self._services is None:
+            await refuse(writer)
+            return
+        conn = connection.Connection(reader, writer, self._services, self._settings)
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections[conn] = task
+        try:
+            await conn.serve()
+        except Exception:
+            log.exception("connection from %s failed", conn.peer)
+        finally:
+            del self._connections[conn]
+
+
+async def refuse(writer: asyncio.StreamWriter) -> None:
+    """Tell a client the server is full, and hang up."""
+    full = protocol.ErrorReply(errors.Status.SERVER_FULL, errors.ServerFull().message)
+    writer.write(protocol.encode(0, full))
+    writer.close()
+    with contextlib.suppress(ConnectionError):
+        await writer.wait_closed()

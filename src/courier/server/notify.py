@@ -1,0 +1,83 @@
+"""The one LISTEN connection per instance that turns database NOTIFYs into wake-ups.
+
+It is a dedicated asyncpg connection, outside the pool, subscribed to
+``waiters.CHANNEL``. If it drops, a background task reconnects with capped backoff
+and then wakes every waiter, because notifications sent meanwhile were lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import asyncpg
+
+from courier.server import backend, waiters
+
+log = logging.getLogger(__name__)
+
+FIRST_RETRY_DELAY = 0.05
+MAX_RETRY_DELAY = 1.0
+
+
+class NotificationListener:
+    def __init__(self, dsn: str, target: waiters.Waiters) -> None:
+        self._dsn = dsn
+        self._waiters = target
+        self._connection: asyncpg.Connection | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def connected(self) -> bool:
+        return self._connection is not None and not self._connection.is_closed()
+
+    async def start(self) -> None:
+        """Connect now; raises Unavailable if the database cannot be reached."""
+        await self._connect()
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._reconnecting is not None:
+            self._reconnecting.cancel()
+            await asyncio.gather(self._reconnecting, return_exceptions=True)
+        connection, self._connection = self._connection, None
+        if connection is not None and not connection.is_closed():
+            connection.terminate()  # no need to wait for a goodbye from a LISTEN-only link
+
+    async def _connect(self) -> None:
+        connection = await backend.connect(self._dsn)
+        try:
+            await connection.add_listener(waiters.CHANNEL, self._on_notification)
+        except BaseException:
+            connection.terminate()
+            raise
+        connection.add_termination_listener(self._on_lost)
+        self._connection = connection
+
+    def _on_notification(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._waiters.notify_payload(payload)
+
+    def _on_lost(self, _connection: Any) -> None:
+        if self._closed or self._reconnecting is not None:
+            return
+        log.warning("lost the LISTEN connection to the database; reconnecting")
+        self._connection = None
+        self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        delay = FIRST_RETRY_DELAY
+        while not self._closed:
+            try:
+                await self._connect()
+            except Exception as exc:
+                if not backend.is_outage(exc):
+                    log.exception("unexpected failure re-opening the LISTEN connection")
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, MAX_RETRY_DELAY)
+                continue
+            log.info("LISTEN connection to the database restored")
+            self._reconnecting = None
+            self._waiters.wake_all()
+            return

@@ -1,0 +1,257 @@
+"""Transforms on small inline DataFrames whose answers are known by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from pyspark import testing
+from pyspark.sql import DataFrame, SparkSession
+
+from courier.analysis import components, inputs, io, throughput, traces, transforms, trimming
+from courier.lab import records
+
+BOUNDS = [
+    trimming.Bounds("r1", 1_000, 2_000, 1_100, 1_900),
+    trimming.Bounds("r2", 5_000, 9_000, 6_000, 8_000),
+]
+
+
+def client_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    """Client request records; unspecified fields get harmless defaults."""
+    defaults: dict[str, Any] = {
+        "run_id": "r1",
+        "process": "load-0",
+        "behaviour": "mixed",
+        "server": "s:1",
+        "client_id": 1,
+        "request_id": 1,
+        "operation": "send",
+        "status": "OK",
+        "start_ns": 1_500,
+        "response_ns": 1_000_000,
+        "serialize_ns": 0,
+        "deserialize_ns": 0,
+        "bytes_sent": 10,
+        "bytes_received": 10,
+    }
+    schema = io.SPARK_SCHEMAS[records.CLIENT_REQUESTS]
+    full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
+    return spark.createDataFrame(full, schema)
+
+
+def server_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    defaults: dict[str, Any] = {
+        "run_id": "r1",
+        "instance": "s:1",
+        "client_id": 1,
+        "request_id": 1,
+        "operation": "send",
+        "status": "OK",
+        "receive_ns": 1_500,
+        "queued_ns": 0,
+        "pool_wait_ns": 0,
+        "db_round_trip_ns": 0,
+        "db_exec_ns": 0,
+        "deserialize_ns": 0,
+        "serialize_ns": 0,
+        "total_ns": 0,
+    }
+    schema = io.SPARK_SCHEMAS[records.SERVER_REQUESTS]
+    full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
+    return spark.createDataFrame(full, schema)
+
+
+def test_classify_separates_errors_from_misses(spark: SparkSession) -> None:
+    statuses = ["OK", "QUEUE_EMPTY", "NO_MESSAGE", "QUEUE_NOT_FOUND", "SERVER_FULL"]
+    df = client_rows(
+        spark,
+        [{"request_id": i, "status": s, "response_ns": 2_500_000} for i, s in enumerate(statuses)],
+    )
+    result = df.transform(transforms.classify).select("status", "outcome", "latency_ms")
+    expected = spark.createDataFrame(
+        [
+            ("OK", "ok", 2.5),
+            ("QUEUE_EMPTY", "miss", 2.5),
+            ("NO_MESSAGE", "miss", 2.5),
+            ("QUEUE_NOT_FOUND", "error", None),
+            ("SERVER_FULL", "error", None),
+        ],
+        "status string, outcome string, latency_ms double",
+    )
+    testing.assertDataFrameEqual(result, expected)
+    assert df.transform(transforms.classify).columns == transforms.CLASSIFIED_COLUMNS
+
+
+def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSession) -> None:
+    starts = {"r1": [1_099, 1_100, 1_500, 1_899, 1_900], "r2": [5_999, 6_000, 7_999, 8_000]}
+    rows = [
+        {"run_id": run, "request_id": i, "start_ns": s}
+        for run, values in starts.items()
+        for i, s in enumerate(values)
+    ]
+    rows.append({"run_id": "r3", "request_id": 0, "start_ns": 1_500})  # no bounds: dropped
+    df = client_rows(spark, rows)
+    bounds = inputs.bounds_frame(spark, BOUNDS)
+    trimmed = df.transform(transforms.trim, bounds, "start_ns")
+    assert trimmed.columns == df.columns
+    expected = spark.createDataFrame(
+        [("r1", 1_100), ("r1", 1_500), ("r1", 1_899), ("r2", 6_000), ("r2", 7_999)],
+        "run_id string, start_ns long",
+    )
+    testing.assertDataFrameEqual(trimmed.select("run_id", "start_ns"), expected)
+
+
+def test_run_time_and_windows(spark: SparkSession) -> None:
+    bounds = inputs.bounds_frame(
+        spark, [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
+    )
+    df = spark.createDataFrame(
+        [("r1", 10**9), ("r1", 5_999_999_999 + 1), ("r1", 7 * 10**9), ("r1", 16 * 10**9 + 1)],
+        "run_id string, ts_ns long",
+    )
+    timed = df.transform(transforms.with_run_time, bounds, "ts_ns").transform(
+        transforms.with_window, 5.0
+    )
+    expected = spark.createDataFrame(
+        [
+            ("r1", 10**9, 0.0, 0),
+            ("r1", 6 * 10**9, 5.0, 1),
+            ("r1", 7 * 10**9, 6.0, 1),
+            ("r1", 16 * 10**9 + 1, 15.000000001, 3),
+        ],
+        "run_id string, ts_ns long, t_s double, window long",
+    )
+    testing.assertDataFrameEqual(timed, expected)
+
+
+def test_component_breakdown_of_one_joined_request(spark: SparkSession) -> None:
+    client = client_rows(
+        spark,
+        [
+            {
+                "client_id": 7,
+                "request_id": 3,
+                "response_ns": 1_000_000,
+                "serialize_ns": 10_000,
+                "deserialize_ns": 20_000,
+            },
+            {"client_id": 7, "request_id": 4},  # no server record: left out
+        ],
+    ).transform(transforms.classify)
+    server = server_rows(
+        spark,
+        [
+            {
+                "client_id": 7,
+                "request_id": 3,
+                "queued_ns": 50_000,
+                "pool_wait_ns": 30_000,
+                "db_round_trip_ns": 400_000,
+                "db_exec_ns": 250_000,
+                "deserialize_ns": 5_000,
+                "serialize_ns": 15_000,
+                "total_ns": 600_000,
+            },
+            {"run_id": "r2", "client_id": 7, "request_id": 4, "total_ns": 1},  # other run
+        ],
+    )
+    split = client.transform(transforms.join_server, server).transform(transforms.components)
+    expected = spark.createDataFrame(
+        [("r1", "send", "ok", 1.0, 0.05, 0.03, 0.25, 0.15, 0.1, 0.05, 0.37)],
+        "run_id string, operation string, outcome string, response_ms double, "
+        + ", ".join(f"{c}_ms double" for c in transforms.COMPONENTS),
+    )
+    testing.assertDataFrameEqual(split, expected)
+
+
+def test_components_are_pooled_by_request_count(spark: SparkSession) -> None:
+    split = spark.createDataFrame(
+        [
+            ("r1", "pop", "ok", 2.0, *[1.0] * 7),
+            ("r2", "pop", "miss", 4.0, *[3.0] * 7),
+            ("r2", "pop", "ok", 6.0, *[5.0] * 7),
+            ("r2", "pop", "error", 100.0, *[50.0] * 7),  # errors are not measured
+        ],
+        "run_id string, operation string, outcome string, response_ms double, "
+        + ", ".join(f"{c}_ms double" for c in transforms.COMPONENTS),
+    )
+    rows = [r.asDict() for r in split.transform(components.mean_components).collect()]
+    table = components.pool_by_config(rows, {"r1": "x=1", "r2": "x=1"})
+    (pooled,) = table.records()
+    assert pooled["requests"] == 3
+    assert pooled["response_ms"] == pytest.approx((2 + 4 + 6) / 3)
+    assert pooled["network_ms"] == pytest.approx((1 + 3 + 5) / 3)
+
+
+def test_total_queue_depth_sums_queues_at_each_instant(spark: SparkSession) -> None:
+    depths = spark.createDataFrame(
+        [("r1", 10, 1, 3), ("r1", 10, 2, 4), ("r1", 20, 1, 5), ("r2", 10, 1, 9)],
+        "run_id string, ts_ns long, queue_id long, messages long",
+    )
+    expected = spark.createDataFrame(
+        [("r1", 10, 7), ("r1", 20, 5), ("r2", 10, 9)],
+        "run_id string, ts_ns long, messages long",
+    )
+    testing.assertDataFrameEqual(depths.transform(transforms.total_queue_depth), expected)
+
+
+def test_throughput_per_second_counts_empty_seconds_as_zero(spark: SparkSession) -> None:
+    second = 10**9
+    run = trimming.Bounds("r1", 0, 4 * second, 0, 3 * second + second // 2)  # 3 whole seconds
+    rows: list[dict[str, Any]] = [
+        {"request_id": 0, "start_ns": 100},
+        {"request_id": 1, "start_ns": 200},
+        {"request_id": 2, "start_ns": second + 5, "status": "SERVER_FULL"},  # error
+        {"request_id": 3, "start_ns": 2 * second + 7, "status": "QUEUE_EMPTY"},  # miss
+        {"request_id": 4, "start_ns": 3 * second + 1},  # in the partial last second
+    ]
+    bounds = inputs.bounds_frame(spark, [run])
+    counts = (
+        client_rows(spark, rows)
+        .transform(transforms.classify)
+        .transform(throughput.per_second, bounds)
+    )
+    expected = spark.createDataFrame(
+        [("r1", 0, 2), ("r1", 2, 1)], "run_id string, second long, completed long"
+    )
+    testing.assertDataFrameEqual(counts, expected)
+    sums = [r.asDict() for r in counts.transform(throughput.second_sums).collect()]
+    moments = throughput.moments(sums, {"r1": run})["r1"]
+    reference = np.array([2, 0, 1])
+    assert moments.n == 3
+    assert moments.mean == pytest.approx(reference.mean())
+    assert moments.std == pytest.approx(reference.std(ddof=1))
+
+
+def test_request_trace_windows(spark: SparkSession) -> None:
+    second = 10**9
+    run = trimming.Bounds("r1", 0, 12 * second, 2 * second, 10 * second)
+    rows: list[dict[str, Any]] = [
+        {"request_id": 0, "start_ns": -1, "response_ns": 9_000_000},  # before the run
+        {"request_id": 1, "start_ns": 1 * second, "response_ns": 1_000_000},
+        {"request_id": 2, "start_ns": 4 * second, "response_ns": 3_000_000},
+        {"request_id": 3, "start_ns": 6 * second, "status": "INTERNAL"},
+        {"request_id": 4, "start_ns": 11 * second, "response_ns": 2_000_000},
+        {"request_id": 5, "start_ns": 12 * second, "response_ns": 2_000_000},  # after it
+    ]
+    bounds = inputs.bounds_frame(spark, [run])
+    windowed = (
+        client_rows(spark, rows)
+        .transform(transforms.classify)
+        .transform(transforms.within_run, bounds, "start_ns")
+        .transform(transforms.with_run_time, bounds, "start_ns")
+        .transform(transforms.with_window, 5.0)
+    )
+    collected = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    bounds_by_run = {"r1": run}
+    trace = traces.with_throughput(
+        traces.with_start(collected, bounds_by_run, 5.0), bounds_by_run, 5.0
+    )
+    got = [(r["t_s"], r["completed"], r["errors"], r["throughput"], r["mean_ms"]) for r in trace]
+    assert got == [
+        (0.0, 2, 0, 2 / 5, 2.0),
+        (5.0, 0, 1, 0.0, None),
+        (10.0, 1, 0, 1 / 2, 2.0),  # the last window is 2 s long
+    ]

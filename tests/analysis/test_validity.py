@@ -1,0 +1,167 @@
+"""The saturation-run verdict on small inline data with known answers.
+
+Only open-loop (saturation) runs are judged; closed-loop runs show n/a.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from scipy import stats as sp_stats
+
+from courier.analysis import errors, inputs, manifest, report, stats, transforms, trimming, validity
+
+S = 1_000_000_000
+BOUNDS = [trimming.Bounds("r1", 0, 70 * S, 5 * S, 65 * S)]
+
+
+def depth_rows(spark: SparkSession, messages: list[int]) -> DataFrame:
+    """One total depth sample per second from t = 0, split over two queues."""
+    rows = []
+    for second, total in enumerate(messages):
+        rows += [("r1", second * S, 1, total // 2), ("r1", second * S, 2, total - total // 2)]
+    return spark.createDataFrame(rows, "run_id string, ts_ns long, queue_id long, messages long")
+
+
+def depth_test(spark: SparkSession, messages: list[int]) -> stats.SlopeTest | None:
+    bounds = inputs.bounds_frame(spark, BOUNDS)
+    aggregated = (
+        depth_rows(spark, messages)
+        .transform(transforms.total_queue_depth)
+        .transform(transforms.trim, bounds, "ts_ns")
+        .transform(transforms.with_run_time, bounds, "ts_ns")
+        .transform(validity.depth_regression)
+        .collect()
+    )
+    return stats.slope_test(aggregated[0].asDict())
+
+
+def test_a_growing_queue_is_not_stable(spark: SparkSession) -> None:
+    noise = [3, -2, 0, 1, -1, 2, -3] * 10
+    growing = [100 + second + noise[second] for second in range(70)]
+    result = depth_test(spark, growing)
+    measured = np.array(growing[5:65])  # the warm-up and cool-down samples are trimmed
+    reference = sp_stats.linregress(np.arange(5, 65), measured)
+    assert result is not None
+    assert result.n == 60
+    assert result.slope == pytest.approx(reference.slope)
+    assert result.significant
+    row = validity.verdict("r1", "c", "open", 12.0, result)
+    assert (row["p90_ok"], row["depth_stable"], row["valid"]) == (True, False, False)
+
+
+def test_a_flat_noisy_queue_is_stable(spark: SparkSession) -> None:
+    noise = [3, -2, 0, 1, -1, 2, -3]
+    flat = [50 + noise[second % 7] for second in range(70)]
+    result = depth_test(spark, flat)
+    reference = sp_stats.linregress(np.arange(5, 65), np.array(flat[5:65]))
+    assert result is not None
+    assert result.p_value == pytest.approx(reference.pvalue)
+    assert reference.pvalue > 0.05
+    row = validity.verdict("r1", "c", "open", 12.0, result)
+    assert (row["depth_stable"], row["valid"]) == (True, True)
+
+
+def test_an_empty_queue_throughout_is_stable(spark: SparkSession) -> None:
+    result = depth_test(spark, [0] * 70)
+    assert result is not None
+    assert (result.slope, result.significant) == (0.0, False)
+
+
+@pytest.mark.parametrize(("p90_ms", "ok"), [(4_999.0, True), (5_000.0, True), (5_000.5, False)])
+def test_p90_limit_is_five_seconds(p90_ms: float, ok: bool) -> None:
+    flat = stats.SlopeTest(60, 0.0, 50.0, 0.1, 0.0, 1.0, -0.2, 0.2)
+    row = validity.verdict("r1", "c", "open", p90_ms, flat)
+    assert (row["p90_ok"], row["valid"]) == (ok, ok)
+
+
+def test_no_depth_samples_gives_no_verdict() -> None:
+    row = validity.verdict("r1", "c", "open", 10.0, None)
+    assert (row["p90_ok"], row["depth_stable"], row["valid"]) == (True, None, None)
+    table = validity.table({"r1": "c"}, {"r1": "open"}, {"r1": 10.0}, {})
+    assert table.records() == [row]
+    assert "response time" in table.note
+
+
+def write_manifest(directory: Path, spec: dict[str, Any], factors: dict[str, Any]) -> None:
+    """A manifest whose runs take every level of the one factor (if any)."""
+    levels = [{name: level} for name, values in factors.items() for level in values] or [{}]
+    runs = [{"run_id": f"r{i}", "levels": level} for i, level in enumerate(levels)]
+    document = {"name": "x", "spec": spec, "factors": factors, "runs": runs}
+    (directory / "manifest.json").write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    ("spec", "factors", "arrivals"),
+    [
+        ({}, {}, ["closed"]),  # the lab's default
+        ({"workload": {"mix": {"standard": 8}}}, {}, ["closed"]),
+        ({"workload": {"arrival": "open", "rate": 20}}, {"rate": [20, 40]}, ["open", "open"]),
+        ({"workload": {"rate": 20}}, {"arrival": ["closed", "open"]}, ["closed", "open"]),
+    ],
+)
+def test_arrival_comes_from_the_level_else_the_spec(
+    tmp_path: Path, spec: dict[str, Any], factors: dict[str, Any], arrivals: list[str]
+) -> None:
+    write_manifest(tmp_path, spec, factors)
+    runs = manifest.load(tmp_path).runs
+    assert [run.arrival for run in runs] == arrivals
+    assert [run.open_loop for run in runs] == [a == "open" for a in arrivals]
+
+
+def test_an_unknown_arrival_is_a_manifest_error(tmp_path: Path) -> None:
+    write_manifest(tmp_path, {"workload": {"arrival": "bursty"}}, {})
+    with pytest.raises(errors.ManifestError, match="bursty"):
+        manifest.load(tmp_path)
+
+
+def test_only_the_open_loop_run_is_judged(spark: SparkSession, tmp_path: Path) -> None:
+    write_manifest(tmp_path, {"workload": {"rate": 20}}, {"arrival": ["closed", "open"]})
+    experiment = manifest.load(tmp_path)
+    growing = [100 + 2 * second for second in range(70)]
+    rows = [
+        (run_id, second * S, 1, total)
+        for run_id in ("r0", "r1")
+        for second, total in enumerate(growing)
+    ]
+    depths = spark.createDataFrame(rows, "run_id string, ts_ns long, queue_id long, messages long")
+    bounds = inputs.bounds_frame(
+        spark, [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
+    )
+    regression = (
+        depths.transform(transforms.trim, bounds, "ts_ns")
+        .transform(transforms.with_run_time, bounds, "ts_ns")
+        .transform(validity.depth_regression)
+        .collect()
+    )
+    table = validity.table(
+        {"r0": "closed", "r1": "open"},
+        {run.run_id: run.arrival for run in experiment.runs},
+        {"r0": 8_000.0, "r1": 8_000.0},
+        {row["run_id"]: row.asDict() for row in regression},
+    )
+    by_run = {row["run_id"]: row for row in table.records()}
+    assert validity.judged_runs(table) == ["r1"]
+    # Same measurements (a slope of 2 messages/s, p90 over 5 s); only r1 gets verdicts.
+    for row in by_run.values():
+        assert row["depth_slope_per_s"] == pytest.approx(2.0)
+        assert row["p90_ms"] == 8_000.0
+    assert (by_run["r1"]["p90_ok"], by_run["r1"]["depth_stable"], by_run["r1"]["valid"]) == (
+        False,
+        False,
+        False,
+    )
+    assert (by_run["r0"]["p90_ok"], by_run["r0"]["depth_stable"], by_run["r0"]["valid"]) == (
+        None,
+        None,
+        None,
+    )
+    rendered = {row[0]: report.cell_texts(table, row) for row in table.rows}
+    verdicts = [table.columns.index(c) for c in ("p90_ok", "depth_stable", "valid")]
+    assert [rendered["r0"][i] for i in verdicts] == ["n/a"] * 3
+    assert [rendered["r1"][i] for i in verdicts] == ["no"] * 3

@@ -1,0 +1,88 @@
+"""Failover: a middleware dies under a client, which carries on via another one."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+
+import courier
+from courier import errors
+from integration.client.client_fixtures import (
+    Connect,
+    StartServer,
+    address,
+    addresses,
+    closed_port_address,
+    open_client,
+)
+
+Unique = Callable[[str], str]
+
+
+async def register(server: str, name: str) -> int:
+    async with courier.AsyncClient.connect(server) as anonymous:
+        return (await anonymous.register(name)).id
+
+
+async def test_a_killed_server_fails_the_call_in_flight_then_the_client_carries_on(
+    start_server: StartServer, unique: Unique
+) -> None:
+    doomed, survivor = await start_server(), await start_server()
+    name = unique("steadfast")
+    client_id = await register(address(survivor), name)
+    calls: list[courier.CallRecord] = []
+    async with courier.AsyncClient.connect(
+        addresses([doomed, survivor]), name=name, recorder=calls.append
+    ) as client:
+        assert client.server == address(doomed)
+        queue = await client.create_queue(unique("q"))
+        in_flight = asyncio.create_task(client.receive(queue, timeout=30))
+        await asyncio.sleep(0.3)  # the RECEIVE is now waiting on the server
+
+        doomed.signal(signal.SIGKILL)
+        with pytest.raises(errors.ConnectionLost, match=address(doomed)):
+            await in_flight
+
+        (sent,) = await client.send(queue, "after the crash")
+        assert client.server == address(survivor)
+        assert client.client_id == client_id
+        assert (await client.pop(queue)).id == sent
+
+    lost = [call for call in calls if call.status == "CONNECTION_LOST"]
+    assert [(call.operation, call.server) for call in lost] == [("receive", address(doomed))]
+    logins = [call for call in calls if call.operation == "login" and call.status == "OK"]
+    assert [call.server for call in logins] == [address(doomed), address(survivor)]
+
+
+async def test_the_sync_client_fails_over_too(start_server: StartServer, unique: Unique) -> None:
+    doomed, survivor = await start_server(), await start_server()
+    name = unique("steady")
+    await register(address(survivor), name)
+    client = await open_client("sync", addresses([doomed, survivor]), name=name)
+    try:
+        queue = await client.create_queue(unique("q"))
+        doomed.signal(signal.SIGKILL)
+        await wait_until(lambda: client.server is None)  # the client saw the connection drop
+        await client.send(queue, "still here")
+        assert client.server == address(survivor)
+        assert (await client.pop(queue)).body == "still here"
+    finally:
+        await client.close()
+
+
+async def test_a_dead_first_server_is_skipped(connect: Connect, start_server: StartServer) -> None:
+    live = await start_server()
+    client = await connect(f"{closed_port_address()},{address(live)}")
+    assert client.server == address(live)
+    assert await client.ping() > 0
+
+
+async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.02)

@@ -1,0 +1,63 @@
+"""The measurement hook: one sane record per call."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import courier
+from courier import protocol
+from integration.client.client_fixtures import address
+from integration.server.server_harness import ServerProcess
+
+# From the frame layout in docs/protocol.md: a 12-byte header; PONG is a status byte
+# and an 8-byte server time.
+PING_BYTES = 12
+PONG_BYTES = 12 + 1 + 8
+
+
+async def test_every_call_leaves_one_record(
+    servers: list[ServerProcess], unique: Callable[[str], str]
+) -> None:
+    server = address(servers[1])
+    name = unique("measured")
+    async with courier.AsyncClient.connect(server) as anonymous:
+        await anonymous.register(name)
+
+    calls: list[courier.CallRecord] = []
+    began = time.time_ns()
+    started = time.perf_counter_ns()
+    async with courier.AsyncClient.connect(server, name=name, recorder=calls.append) as client:
+        await client.ping()
+        queue = await client.create_queue(unique("q"))
+        await client.send(queue, "measure me")
+        await client.pop(queue)
+        await client.pop(queue)
+    elapsed = time.perf_counter_ns() - started
+    ended = time.time_ns()
+
+    assert [(call.operation, call.status) for call in calls] == [
+        ("login", "OK"),
+        ("ping", "OK"),
+        ("create_queue", "OK"),
+        ("send", "OK"),
+        ("read", "OK"),
+        ("read", "QUEUE_EMPTY"),
+        ("logout", "OK"),
+    ]
+    assert {call.server for call in calls} == {server}
+    assert calls[0].client_id == 0  # the login call began before login
+    assert {call.client_id for call in calls[1:]} == {client.client_id}
+    request_ids = [call.request_id for call in calls]
+    assert request_ids == sorted(set(request_ids))
+    for call in calls:
+        assert began <= call.start_ns <= ended
+        assert 0 < call.response_ns <= elapsed
+        assert 0 < call.serialize_ns < call.response_ns
+        assert 0 < call.deserialize_ns < call.response_ns
+        assert call.bytes_sent >= protocol.HEADER_SIZE
+        assert call.bytes_received > protocol.HEADER_SIZE  # every reply has a status
+    ping = calls[1]
+    assert (ping.bytes_sent, ping.bytes_received) == (PING_BYTES, PONG_BYTES)
+    starts = [call.start_ns for call in calls]
+    assert starts == sorted(starts)

@@ -1,0 +1,135 @@
+"""`courier console` as a user runs it: a real process on a free port."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+COURIER = Path(sys.executable).with_name("courier")
+START_TIMEOUT = 20.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class ConsoleProcess:
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [str(COURIER), "console", "--port", str(self.port), *args],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"console exited:\n{self.output}")
+            try:
+                if httpx.get(self.url + "/api/rates", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError(f"console did not start:\n{self.output}")
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+StartProcess = Callable[[list[str], dict[str, str]], ConsoleProcess]
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> dict[str, str]:
+    """An environment with an empty data dir and no COURIER_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURIER_")}
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")
+    return env
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[StartProcess]:
+    started: list[ConsoleProcess] = []
+
+    def run(args: list[str], env: dict[str, str]) -> ConsoleProcess:
+        console = ConsoleProcess(args, env, tmp_path / f"console-{len(started)}.log")
+        started.append(console)
+        console.wait_ready()
+        return console
+
+    yield run
+    for console in started:
+        console.stop()
+
+
+def test_a_generated_token_is_printed_once_and_works(
+    dsn: str, home: dict[str, str], start: StartProcess
+) -> None:
+    console = start(["--dsn", dsn], home)
+    lines = [line for line in console.output.splitlines() if "admin token" in line]
+    assert len(lines) == 1
+    token = lines[0].rsplit(" ", 1)[1]
+    assert len(token) >= 24
+    refused = httpx.post(console.url + "/api/queues", json={"name": "q"})
+    assert refused.status_code == 403
+    created = httpx.post(
+        console.url + "/api/queues", json={"name": "q"}, headers={"X-Courier-Admin-Token": token}
+    )
+    assert created.status_code == 201
+    assert httpx.get(console.url + "/api/overview").json()["counts"]["queues_total"] == 1
+
+
+def test_a_configured_token_is_used_and_not_printed(
+    dsn: str, home: dict[str, str], start: StartProcess
+) -> None:
+    env = {**home, "COURIER_ADMIN_TOKEN": "from-the-environment"}
+    console = start(["--dsn", dsn], env)
+    assert "from-the-environment" not in console.output
+    assert "admin token" not in console.output
+    headers = {"X-Courier-Admin-Token": "from-the-environment"}
+    created = httpx.post(console.url + "/api/queues", json={"name": "q"}, headers=headers)
+    assert created.status_code == 201
+
+
+def test_the_database_of_courier_up_is_the_default(
+    dsn: str, home: dict[str, str], start: StartProcess
+) -> None:
+    data_dir = Path(home["XDG_DATA_HOME"]) / "courier"
+    data_dir.mkdir(parents=True)
+    (data_dir / "up.json").write_text(json.dumps({"dsn": dsn, "admin_token": "up-token"}))
+    console = start([], home)
+    assert console.output.count("up-token") == 1  # shown once, so the user has it
+    headers = {"X-Courier-Admin-Token": "up-token"}
+    created = httpx.post(console.url + "/api/queues", json={"name": "q"}, headers=headers)
+    assert created.status_code == 201
+
+
+def test_without_any_database_it_says_what_to_do(home: dict[str, str]) -> None:
+    result = subprocess.run(
+        [str(COURIER), "console", "--port", str(free_port())],
+        env=home, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "courier up" in result.stderr

@@ -1,0 +1,23 @@
+"""Small building blocks for the database-tier tests (on top of tests/conftest.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from courier import models
+from courier.db import repository
+
+
+@pytest.fixture
+async def writer(repo: repository.Repository) -> models.ClientInfo:
+    return await repo.register_client("writer")
+
+
+@pytest.fixture
+async def reader(repo: repository.Repository) -> models.ClientInfo:
+    return await repo.register_client("reader")
+
+
+@pytest.fixture
+async def queue(repo: repository.Repository) -> models.Queue:
+    return await repo.create_queue("jobs")

@@ -1,0 +1,113 @@
+"""Queues: creation, lookup, listing with counts, deletion with and without if_empty."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+from db_helpers import message_count
+
+from courier import errors, models
+from courier.db import repository
+
+
+async def test_create_then_look_up_by_id_and_name(repo: repository.Repository) -> None:
+    created = await repo.create_queue("jobs")
+
+    assert created == models.Queue(created.id, "jobs", 0)
+    assert await repo.get_queue(created.id) == created
+    assert await repo.get_queue("jobs") == created
+
+
+async def test_duplicate_name_is_refused(repo: repository.Repository) -> None:
+    await repo.create_queue("jobs")
+    with pytest.raises(errors.QueueExists):
+        await repo.create_queue("jobs")
+    assert [queue.name for queue in await repo.list_queues()] == ["jobs"]
+
+
+@pytest.mark.parametrize("name", ["", "q" * 256])
+async def test_bad_names_are_refused(repo: repository.Repository, name: str) -> None:
+    with pytest.raises(errors.BadRequest):
+        await repo.create_queue(name)
+
+
+async def test_concurrent_creates_of_one_name_let_exactly_one_succeed(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    # Hold the first insert's transaction open so the second really overlaps it.
+    async with pool.acquire() as holder, holder.transaction():
+        await holder.fetchrow("SELECT * FROM courier_create_queue_v1('race')")
+        rival = asyncio.create_task(repo.create_queue("race"))
+        await asyncio.sleep(0.2)
+        assert not rival.done()  # it waits for the open transaction
+    with pytest.raises(errors.QueueExists):
+        await rival
+
+    outcomes = await asyncio.gather(
+        *(repo.create_queue("crowd") for _ in range(8)), return_exceptions=True
+    )
+    assert sum(isinstance(outcome, models.Queue) for outcome in outcomes) == 1
+    assert sum(isinstance(outcome, errors.QueueExists) for outcome in outcomes) == 7
+
+
+@pytest.mark.parametrize("key", [999, "missing"])
+async def test_unknown_queue_is_not_found(repo: repository.Repository, key: int | str) -> None:
+    with pytest.raises(errors.QueueNotFound):
+        await repo.get_queue(key)
+
+
+async def test_list_gives_all_queues_by_id_with_counts(
+    repo: repository.Repository, writer: models.ClientInfo
+) -> None:
+    first = await repo.create_queue("b-first")
+    second = await repo.create_queue("a-second")
+    await repo.send(writer.id, [first.id], "one")
+    await repo.send(writer.id, [first.id, second.id], "two", receiver=4242)
+
+    assert await repo.list_queues() == [
+        models.Queue(first.id, "b-first", 2),
+        models.Queue(second.id, "a-second", 1),
+    ]
+    assert (await repo.get_queue(first.id)).message_count == 2
+
+
+async def test_list_of_no_queues_is_empty(repo: repository.Repository) -> None:
+    assert await repo.list_queues() == []
+
+
+async def test_delete_removes_the_queue_and_its_messages(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
+) -> None:
+    doomed = await repo.create_queue("doomed")
+    kept = await repo.create_queue("kept")
+    await repo.send(writer.id, [doomed.id, kept.id], "hello")
+
+    await repo.delete_queue(doomed.id)
+
+    with pytest.raises(errors.QueueNotFound):
+        await repo.get_queue(doomed.id)
+    assert await message_count(pool) == 1
+    assert (await repo.get_queue(kept.id)).message_count == 1
+
+
+async def test_delete_if_empty_refuses_while_messages_remain(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
+) -> None:
+    queue = await repo.create_queue("busy")
+    await repo.send(writer.id, [queue.id], "still here")
+
+    with pytest.raises(errors.QueueNotEmpty):
+        await repo.delete_queue(queue.id, if_empty=True)
+    assert (await repo.get_queue(queue.id)).message_count == 1
+
+    await repo.read(writer.id, queue_id=queue.id, pop=True)
+    await repo.delete_queue(queue.id, if_empty=True)
+    assert await repo.list_queues() == []
+    assert await message_count(pool) == 0
+
+
+async def test_delete_of_unknown_queue_is_not_found(repo: repository.Repository) -> None:
+    with pytest.raises(errors.QueueNotFound):
+        await repo.delete_queue(999)

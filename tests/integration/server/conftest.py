@@ -1,0 +1,50 @@
+"""Fixtures for the middleware tests: real `courier serve` processes and raw clients.
+
+start_server(**options)  starts `courier serve` on the test's database (``dsn``)
+                         with short heartbeat/ttl; options are serve flags
+                         (max_clients=2, ...); stopped with SIGTERM afterwards
+server                   one started server
+connect(server)          a ``WireClient`` on it, closed afterwards
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from server_harness import Connect, ServerProcess, StartServer, WireClient
+
+
+@pytest.fixture
+async def start_server(dsn: str, tmp_path: Path) -> AsyncIterator[StartServer]:
+    started: list[ServerProcess] = []
+
+    async def start(**options: object) -> ServerProcess:
+        database = str(options.pop("dsn", dsn))
+        server = ServerProcess(database, tmp_path, **options)
+        started.append(server)
+        return await server.start()
+
+    yield start
+    for server in started:
+        await server.stop()
+
+
+@pytest.fixture
+async def server(start_server: StartServer) -> ServerProcess:
+    return await start_server()
+
+
+@pytest.fixture
+async def connect() -> AsyncIterator[Connect]:
+    clients: list[WireClient] = []
+
+    async def open_client(server: ServerProcess) -> WireClient:
+        client = await WireClient.connect(server.address)
+        clients.append(client)
+        return client
+
+    yield open_client
+    for client in clients:
+        await client.close()

@@ -1,0 +1,154 @@
+"""Bad input, capacity and pipelining: one client's trouble is nobody else's."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new, raw_frame
+
+from courier import models, protocol
+from courier.errors import Status
+from courier.protocol import frames
+
+TIME = models.Order.TIME
+
+
+async def expect_error_then_close(client: WireClient, request_id: int) -> frames.ErrorReply:
+    raw, reply = await client.next_unsolicited()
+    assert isinstance(reply, frames.ErrorReply)
+    assert raw.request_id == request_id
+    await client.wait_closed_by_server()
+    return reply
+
+
+async def test_unknown_opcode_and_malformed_body_keep_the_connection(
+    server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    client.send_raw(raw_frame(0x7E, 41))
+    raw, reply = await client.next_unsolicited()
+    assert (raw.request_id, raw.opcode) == (41, 0x7E)
+    assert isinstance(reply, frames.ErrorReply) and reply.status == Status.BAD_REQUEST
+    # A REGISTER whose name length runs past the end of the body.
+    client.send_raw(raw_frame(protocol.Opcode.REGISTER, 42, b"\x00\x09ab"))
+    raw, reply = await client.next_unsolicited()
+    assert (raw.request_id, raw.opcode) == (42, protocol.Opcode.REGISTER)
+    assert isinstance(reply, frames.ErrorReply) and reply.status == Status.BAD_REQUEST
+    assert isinstance(await client.ok(frames.Ping()), frames.Pong)
+
+
+async def test_bad_version_gets_an_error_and_the_connection_closes(
+    server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    client.send_raw(raw_frame(protocol.Opcode.PING, 5, version=9))
+    reply = await expect_error_then_close(client, 0)
+    assert reply.status == Status.BAD_REQUEST and "version" in reply.message
+
+
+async def test_reply_frame_from_a_client_closes_the_connection(
+    server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    client.send_raw(protocol.encode(7, frames.Pong(123)))
+    reply = await expect_error_then_close(client, 7)
+    assert reply.status == Status.BAD_REQUEST
+
+
+async def test_oversize_body_is_refused_but_oversize_frame_closes(
+    start_server: StartServer, connect: Connect
+) -> None:
+    server = await start_server(max_body_bytes=1000)
+    client = await connect(server)
+    await log_in_new(client, "big")
+    queue = (await client.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
+    fits = frames.Send((queue.id,), "é" * 500, None, 5, None)  # exactly 1000 bytes
+    assert isinstance(await client.ok(fits), frames.MessageIdsReply)
+    too_big = frames.Send((queue.id,), "é" * 501, None, 5, None)
+    assert await client.error(too_big) == Status.PAYLOAD_TOO_LARGE
+    much_too_big = frames.Send((queue.id,), "x" * 30_000, None, 5, None)
+    assert await client.error(much_too_big) == Status.PAYLOAD_TOO_LARGE
+    assert await client.ok(frames.GetQueue(queue.id, None)) == frames.QueueReply(
+        models.Queue(queue.id, "q", 1)
+    )
+    # Far beyond any message: the frame itself is refused and the stream is given up.
+    client.send_raw(protocol.encode(99, frames.Send((queue.id,), "x" * 1_000_000, None, 5, None)))
+    reply = await expect_error_then_close(client, 0)
+    assert reply.status == Status.BAD_REQUEST and "exceeds the limit" in reply.message
+
+
+async def test_garbage_on_one_connection_leaves_other_clients_intact(
+    server: ServerProcess, connect: Connect
+) -> None:
+    good = await connect(server)
+    await log_in_new(good, "good")
+    queue = (await good.ok(frames.CreateQueue("safe"))).queue  # type: ignore[union-attr]
+    rng = random.Random(1234)
+    sent_bodies = []
+    for round_ in range(20):
+        garbage = await connect(server)
+        noise = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 4000)))
+        if round_ % 2:
+            noise = bytes([protocol.VERSION]) + noise  # get past the version check sometimes
+        garbage.send_raw(noise)
+        body = f"message {round_}"
+        await good.ok(frames.Send((queue.id,), body, None, 5, None))
+        sent_bodies.append(body)
+    assert isinstance(await good.ok(frames.Ping()), frames.Pong)
+    received = []
+    for _ in sent_bodies:
+        reply = await good.ok(frames.Read(queue.id, None, TIME, pop=True))
+        assert isinstance(reply, frames.MessageReply)
+        received.append(reply.message.body)
+    assert received == sent_bodies
+
+
+async def test_capacity_limit(start_server: StartServer, connect: Connect) -> None:
+    server = await start_server(max_clients=2)
+    first, second = await connect(server), await connect(server)
+    for client in (first, second):
+        assert isinstance(await client.ok(frames.Ping()), frames.Pong)
+    third = await connect(server)
+    reply = await expect_error_then_close(third, 0)
+    assert reply.status == Status.SERVER_FULL
+    # The two admitted clients are unaffected; a freed slot admits a newcomer.
+    assert isinstance(await second.ok(frames.Ping()), frames.Pong)
+    await first.close()
+    for _ in range(100):
+        newcomer = await WireClient.connect(server.address)
+        try:
+            reply = await newcomer.call(frames.Ping())
+        except Exception:
+            reply = None
+        await newcomer.close()
+        if isinstance(reply, frames.Pong):
+            break
+        await asyncio.sleep(0.02)
+    assert isinstance(reply, frames.Pong)
+
+
+async def test_a_thousand_pipelined_requests(server: ServerProcess, connect: Connect) -> None:
+    client = await connect(server)
+    await log_in_new(client, "piper")
+    queue = (await client.ok(frames.CreateQueue("pipe"))).queue  # type: ignore[union-attr]
+    requests: list[frames.Request] = []
+    for n in range(1000):
+        if n % 2:
+            requests.append(frames.CreateQueue(f"queue-{n}"))
+        else:
+            requests.append(frames.Send((queue.id,), f"body-{n}", None, 1 + n % 10, None))
+    futures = [client.submit(request) for request in requests]  # all in flight at once
+    replies = await asyncio.wait_for(asyncio.gather(*futures), 60)
+    message_ids = set()
+    for request, reply in zip(requests, replies, strict=True):
+        if isinstance(request, frames.CreateQueue):
+            assert isinstance(reply, frames.QueueReply) and reply.queue.name == request.name
+        else:
+            assert isinstance(reply, frames.MessageIdsReply) and len(reply.ids) == 1
+            message_ids.add(reply.ids[0])
+    assert len(message_ids) == 500
+    pops = [client.submit(frames.Read(queue.id, None, TIME, pop=True)) for _ in range(500)]
+    popped = await asyncio.wait_for(asyncio.gather(*pops), 60)
+    bodies = {reply.message.body for reply in popped if isinstance(reply, frames.MessageReply)}
+    assert bodies == {f"body-{n}" for n in range(0, 1000, 2)}

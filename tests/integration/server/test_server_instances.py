@@ -1,0 +1,130 @@
+"""Instance registry, heartbeats, expiry of dead instances, graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+
+import asyncpg
+from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new
+
+from courier import models
+from courier.errors import Status
+from courier.protocol import frames
+
+
+async def fetch(dsn: str, query: str) -> list[asyncpg.Record]:
+    connection = await asyncpg.connect(dsn)
+    try:
+        return list(await connection.fetch(query))
+    finally:
+        await connection.close()
+
+
+async def test_instance_registers_with_its_address_and_beats(
+    dsn: str, server: ServerProcess
+) -> None:
+    rows = await fetch(dsn, "SELECT address, heartbeat_at FROM courier_instances")
+    assert [row["address"] for row in rows] == [f"127.0.0.1:{server.port}"]
+    await asyncio.sleep(0.6)  # three heartbeat intervals
+    later = await fetch(dsn, "SELECT heartbeat_at FROM courier_instances")
+    assert later[0]["heartbeat_at"] > rows[0]["heartbeat_at"]
+
+
+async def test_survivor_releases_the_sessions_of_a_killed_instance(
+    dsn: str, start_server: StartServer, connect: Connect
+) -> None:
+    doomed, survivor = await start_server(), await start_server()
+    on_doomed = await connect(doomed)
+    client = await log_in_new(on_doomed, "orphan")
+    doomed.signal(signal.SIGKILL)
+    assert await doomed.wait() == -signal.SIGKILL
+    on_survivor = await connect(survivor)
+    login = frames.Login(client.id, None)
+    assert await on_survivor.error(login) == Status.CLIENT_ONLINE  # heartbeat still fresh
+    started = time.monotonic()
+    while isinstance(reply := await on_survivor.call(login), frames.ErrorReply):
+        assert reply.status == Status.CLIENT_ONLINE
+        assert time.monotonic() - started < 10, "the dead instance was never expired"
+        await asyncio.sleep(0.1)
+    assert isinstance(reply, frames.ClientReply) and reply.client.id == client.id
+    rows = await fetch(dsn, "SELECT address FROM courier_instances")
+    assert [row["address"] for row in rows] == [f"127.0.0.1:{survivor.port}"]
+
+
+async def test_sigterm_finishes_requests_in_flight_and_unregisters(
+    dsn: str, server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    await log_in_new(client, "last")
+    queue = (await client.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
+    waiting = client.submit(frames.Receive(queue.id, None, models.Order.TIME, timeout_ms=60_000))
+    blocker = await asyncpg.connect(dsn)
+    try:
+        # Hold a lock that the next request needs, so it is surely in flight at SIGTERM.
+        transaction = blocker.transaction()
+        await transaction.start()
+        await blocker.execute("LOCK TABLE courier_queues IN ACCESS EXCLUSIVE MODE")
+        in_flight = client.submit(frames.CreateQueue("during shutdown"))
+        await asyncio.sleep(0.3)
+        server.signal(signal.SIGTERM)
+        await asyncio.sleep(0.3)
+        assert not in_flight.done()
+        await transaction.rollback()
+    finally:
+        await blocker.close()
+    created = await asyncio.wait_for(in_flight, 10)
+    assert isinstance(created, frames.QueueReply) and created.queue.name == "during shutdown"
+    ended = await asyncio.wait_for(waiting, 10)
+    assert isinstance(ended, frames.ErrorReply) and ended.status == Status.QUEUE_EMPTY
+    assert await server.wait() == 0
+    await client.wait_closed_by_server()
+    assert await fetch(dsn, "SELECT id FROM courier_instances") == []
+    online = await fetch(
+        dsn, "SELECT id FROM courier_clients WHERE session_instance_id IS NOT NULL"
+    )
+    assert online == []
+
+
+async def test_sigint_stops_cleanly_too(dsn: str, server: ServerProcess, connect: Connect) -> None:
+    client = await connect(server)
+    await log_in_new(client, "ctrl-c")
+    server.signal(signal.SIGINT)
+    assert await server.wait() == 0
+    assert "Traceback" not in server.log
+    assert await fetch(dsn, "SELECT id FROM courier_instances") == []
+    try:
+        await WireClient.connect(server.address)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("a stopped server still accepts connections")
+
+
+async def test_an_expired_instance_registers_again_and_keeps_its_sessions(
+    dsn: str, server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    info = await log_in_new(client, "loyal")
+    [old] = await fetch(dsn, "SELECT id FROM courier_instances")
+    # What a survivor does to an instance it has not heard from for a ttl.
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute("DELETE FROM courier_instances")
+    finally:
+        await connection.close()
+    started = time.monotonic()
+    while not (rows := await fetch(dsn, "SELECT id, address FROM courier_instances")):
+        assert time.monotonic() - started < 5, "the instance never registered again"
+        await asyncio.sleep(0.05)
+    [new] = rows
+    assert new["id"] != old["id"] and new["address"] == f"127.0.0.1:{server.port}"
+    holder = f"SELECT session_instance_id AS id FROM courier_clients WHERE id = {info.id}"
+    while (await fetch(dsn, holder))[0]["id"] != new["id"]:
+        assert time.monotonic() - started < 5, "the session was not reclaimed"
+        await asyncio.sleep(0.05)
+    assert isinstance(await client.ok(frames.CreateQueue("still mine")), frames.QueueReply)
+    # The session really is held: nobody else can log in as this client.
+    other = await connect(server)
+    assert await other.error(frames.Login(info.id, None)) == Status.CLIENT_ONLINE

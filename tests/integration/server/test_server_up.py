@@ -1,0 +1,91 @@
+"""`courier up`: database plus two middleware, pinged, then stopped with Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from server_harness import COURIER
+
+import courier
+from courier.db import embedded
+
+
+def two_free_ports() -> int:
+    """A port p such that p and p + 1 are both free on the loopback address."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
+
+
+def is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_for_file(path: Path, process: subprocess.Popen[bytes], log: Path) -> Any:
+    deadline = time.monotonic() + 120
+    while not path.exists():
+        assert process.poll() is None, log.read_text()
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)
+    return json.loads(path.read_text())
+
+
+def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
+    data_dir = tmp_path / "courier"
+    port = two_free_ports()
+    a, b = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
+    log = tmp_path / "up.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COURIER_")}
+    env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    command = [str(COURIER), "up", "--middlewares", "2", "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*command, "--data-dir", str(data_dir)],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
+        )  # fmt: skip
+    try:
+        state = wait_for_file(data_dir / "up.json", process, log)
+        assert state["servers"] == [a, b]
+        database = embedded.EmbeddedPostgres(data_dir / "pg")
+        assert database.status().state is embedded.State.RUNNING
+        with courier.Client.connect(a) as first:
+            first.ping()
+            first.register("visitor")
+            first.login(name="visitor")
+            # Both middleware share one database: the session is visible from the other.
+            with courier.Client.connect(b) as second:
+                second.ping()
+                with pytest.raises(courier.errors.ClientOnline):
+                    second.login(name="visitor")
+        assert f"--servers {a},{b}" in log.read_text()
+
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0, log.read_text()
+        assert not (data_dir / "up.json").exists()
+        assert not any(is_alive(pid) for pid in state["pids"])
+        assert database.status().state is not embedded.State.RUNNING
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        embedded.EmbeddedPostgres(data_dir / "pg").stop()

@@ -1,0 +1,53 @@
+"""The client library against real middleware: request/reply across servers, failover."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+from server_harness import StartServer
+
+import courier
+
+
+async def test_request_and_reply_across_two_middleware(start_server: StartServer) -> None:
+    server_a, server_b = await start_server(), await start_server()
+    a, b = f"127.0.0.1:{server_a.port}", f"127.0.0.1:{server_b.port}"
+    async with courier.AsyncClient.connect(a) as setup:
+        await setup.register("asker")
+        await setup.register("worker")
+        await setup.login(name="asker")
+        await setup.create_queue("rpc")
+    async with (
+        courier.AsyncClient.connect(a, name="asker") as asker,
+        courier.AsyncClient.connect(b, name="worker") as worker,
+    ):
+
+        async def serve_one() -> None:
+            request = await worker.receive("rpc", timeout=10)
+            assert request is not None
+            await worker.reply(request, request.body.upper())
+
+        serving = asyncio.create_task(serve_one())
+        answer = await asker.request("rpc", "hello", timeout=10)
+        await serving
+        assert answer.body == "HELLO" and answer.sender == worker.client_id
+        assert await asker.queues_for_me() == []
+
+
+async def test_client_fails_over_when_its_middleware_stops(start_server: StartServer) -> None:
+    server_a, server_b = await start_server(), await start_server()
+    servers = f"127.0.0.1:{server_a.port},127.0.0.1:{server_b.port}"
+    async with courier.AsyncClient.connect(servers) as setup:
+        await setup.register("mover")
+        await setup.login(name="mover")
+        await setup.create_queue("q")
+    async with courier.AsyncClient.connect(servers, name="mover") as client:
+        assert client.server == f"127.0.0.1:{server_a.port}"
+        await client.send("q", "before")
+        server_a.signal(signal.SIGTERM)
+        assert await server_a.wait() == 0
+        await client.send("q", "after")
+        assert client.server == f"127.0.0.1:{server_b.port}"
+        bodies = [(await client.pop("q")), (await client.pop("q"))]
+        assert [m.body for m in bodies if m is not None] == ["before", "after"]

@@ -1,0 +1,53 @@
+"""The mock backend stands in for the repository: same methods, fixed valid answers."""
+
+from __future__ import annotations
+
+import inspect
+
+from courier import models
+from courier.db import repository
+from courier.lab import mock
+
+
+def public_methods(cls: type) -> dict[str, inspect.Signature]:
+    return {
+        name: inspect.signature(member)
+        for name, member in inspect.getmembers(cls, inspect.iscoroutinefunction)
+        if not name.startswith("_") and name not in {"connect", "close"}
+    }
+
+
+def test_the_mock_has_every_repository_method_with_the_same_parameters() -> None:
+    wanted = public_methods(repository.Repository)
+    offered = public_methods(mock.MockBackend)
+    assert set(wanted) <= set(offered)
+    for name, signature in wanted.items():
+        assert list(offered[name].parameters) == list(signature.parameters), name
+
+
+async def test_every_client_gets_its_own_stable_id_in_every_process() -> None:
+    backend = mock.MockBackend()
+    alice = await backend.register_client("alice")
+    bob = await backend.register_client("bob")
+    assert alice.id != bob.id
+    assert (await backend.login("alice", instance_id=1)).id == alice.id
+    assert (await backend.login(alice.id, instance_id=1)).id == alice.id
+    assert alice.id == mock.stable_id("alice") > 0
+
+
+async def test_reads_always_find_a_valid_message() -> None:
+    backend = mock.MockBackend()
+    popped = await backend.read(7, queue_id=3, pop=True)
+    assert isinstance(popped, models.Message)
+    assert popped.queue == 3
+    assert models.MIN_PRIORITY <= popped.priority <= models.MAX_PRIORITY
+    by_sender = await backend.read(7, sender_id=9)
+    assert by_sender.sender == 9
+    response = await backend.pop_response(7, 3, context=42)
+    assert (response.receiver, response.context) == (7, 42)
+
+
+async def test_sends_return_one_id_per_queue() -> None:
+    backend = mock.MockBackend()
+    ids = await backend.send(1, [4, 5, 6], "body")
+    assert len(ids) == 3 and len(set(ids)) == 3

@@ -1,0 +1,179 @@
+"""The recorder: column buffers, background flushes into row groups, finished files."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+
+from courier.lab import probes, recorder, records
+
+GC_KIND = records.GC_PAUSES
+
+
+def gc_row(n: int) -> tuple[object, ...]:
+    return ("r000", "proc", 1_000 + n, 2, 10 * n, n)
+
+
+def wait_flushed(writer: recorder.RecordWriter, timeout: float = 10.0) -> None:
+    """Until the background thread has taken every buffered row."""
+    deadline = time.monotonic() + timeout
+    while any(len(buffer) for buffer in writer.buffers.values()):
+        assert time.monotonic() < deadline, "the writer thread did not flush"
+        time.sleep(0.01)
+    time.sleep(0.05)  # and written them
+
+
+def read_rows(paths: list[Path]) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    for path in paths:
+        rows.extend(pq.read_table(path).to_pylist())
+    return rows
+
+
+def test_a_buffer_hands_out_its_rows_once_as_a_typed_table() -> None:
+    buffer = recorder.RecordBuffer(GC_KIND)
+    for n in range(3):
+        buffer.append(gc_row(n))
+    table = buffer.take()
+    assert table is not None
+    assert table.schema == records.arrow_schema(GC_KIND)
+    assert table.column("duration_ns").to_pylist() == [0, 10, 20]
+    assert buffer.take() is None
+
+
+def test_a_row_of_the_wrong_width_is_refused() -> None:
+    buffer = recorder.RecordBuffer(GC_KIND)
+    with pytest.raises(ValueError, match="6 values"):
+        buffer.append(("r000", "proc"))
+    assert len(buffer) == 0
+
+
+def test_close_writes_everything_to_kind_dir_process_n(tmp_path: Path) -> None:
+    writer = recorder.RecordWriter(tmp_path, "127.0.0.1:7401", [GC_KIND]).start()
+    for n in range(5):
+        writer.append(GC_KIND, gc_row(n))
+    paths = writer.close()
+    assert paths == [tmp_path / GC_KIND / "127.0.0.1_7401-0.parquet"]
+    assert [row["ts_ns"] for row in read_rows(paths)] == [1_000 + n for n in range(5)]
+
+
+def test_periodic_flushes_become_row_groups_of_one_file(tmp_path: Path) -> None:
+    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
+    for n in range(3):
+        writer.append(GC_KIND, gc_row(n))
+        wait_flushed(writer)  # each row is taken by its own flush
+    paths = writer.close()
+    assert len(paths) == 1
+    assert pq.ParquetFile(paths[0]).metadata.num_row_groups == 3
+    assert len(read_rows(paths)) == 3
+
+
+def test_a_file_being_written_is_hidden_until_it_is_finished(tmp_path: Path) -> None:
+    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
+    writer.append(GC_KIND, gc_row(1))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / GC_KIND).is_dir() or not any((tmp_path / GC_KIND).iterdir()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    names = [path.name for path in (tmp_path / GC_KIND).iterdir()]
+    assert names == [".p-0.parquet.partial"]
+    writer.close()
+    assert [path.name for path in (tmp_path / GC_KIND).iterdir()] == ["p-0.parquet"]
+
+
+def test_files_roll_over_so_a_crash_loses_only_the_open_one(tmp_path: Path) -> None:
+    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05)
+    writer.roll_interval = 0.1
+    writer.start()
+    for n in range(4):
+        writer.append(GC_KIND, gc_row(n))
+        wait_flushed(writer)
+        time.sleep(0.2)  # older than the roll interval: the next flush finishes the file
+    paths = writer.close()
+    assert len(paths) >= 2
+    assert [p.name for p in paths[:2]] == ["p-0.parquet", "p-1.parquet"]
+    assert sorted(row["ts_ns"] for row in read_rows(paths)) == [1_000 + n for n in range(4)]
+
+
+def test_a_second_writer_with_the_same_name_takes_the_next_number(tmp_path: Path) -> None:
+    first = recorder.RecordWriter(tmp_path, "p", [GC_KIND]).start()
+    second = recorder.RecordWriter(tmp_path, "p", [GC_KIND]).start()
+    first.append(GC_KIND, gc_row(1))
+    second.append(GC_KIND, gc_row(2))
+    names = {path.name for path in first.close() + second.close()}
+    assert names == {"p-0.parquet", "p-1.parquet"}
+
+
+def test_a_declared_kind_without_rows_still_gets_an_empty_file(tmp_path: Path) -> None:
+    kinds = [GC_KIND, records.RESOURCES]
+    writer = recorder.RecordWriter(tmp_path, "p", kinds).start()
+    paths = writer.close()
+    assert {path.parent.name for path in paths} == set(kinds)
+    for path in paths:
+        assert pq.read_table(path).num_rows == 0
+        assert pq.read_schema(path) == records.arrow_schema(path.parent.name)
+
+
+def test_rows_appended_from_many_threads_during_flushes_are_all_written_once(
+    tmp_path: Path,
+) -> None:
+    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.01).start()
+
+    def append_many(base: int) -> None:
+        for n in range(2_000):
+            writer.append(GC_KIND, gc_row(base + n))
+
+    threads = [threading.Thread(target=append_many, args=(k * 10_000,)) for k in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    rows = read_rows(writer.close())
+    expected = sorted(1_000 + k * 10_000 + n for k in range(4) for n in range(2_000))
+    assert sorted(row["ts_ns"] for row in rows) == expected
+    # Columns never drift apart: every row's duration matches its own timestamp.
+    assert all(row["duration_ns"] == 10 * (row["ts_ns"] - 1_000) for row in rows)
+
+
+def test_the_gc_recorder_records_a_full_collection() -> None:
+    rows: list[tuple[str, tuple[object, ...]]] = []
+    pauses = probes.GcPauseRecorder(lambda kind, row: rows.append((kind, row)), "r1", "p")
+    pauses.install()
+    try:
+        garbage = [[] for _ in range(100)]
+        for item in garbage:
+            item.append(item)  # reference cycles only the collector can free
+        del garbage, item
+        before = time.time_ns()
+        gc.collect()
+        after = time.time_ns()
+    finally:
+        pauses.uninstall()
+    full = [row for kind, row in rows if kind == GC_KIND and row[3] == 2]
+    assert full, rows
+    run_id, process, ts_ns, _, duration_ns, collected = full[-1]
+    assert (run_id, process) == ("r1", "p")
+    assert before <= ts_ns <= after
+    assert 0 < duration_ns <= after - before
+    assert collected >= 100
+
+
+def test_the_resource_sampler_writes_one_row_per_interval_and_a_last_one() -> None:
+    rows: list[tuple[object, ...]] = []
+    target = probes.SampleTarget("me", "client", psutil.Process())
+    sampler = probes.ResourceSampler(
+        lambda kind, row: rows.append(row), "r1", [target], interval=0.05
+    ).start()
+    time.sleep(0.52)
+    sampler.stop()
+    assert 9 <= len(rows) <= 12  # ten intervals, plus the last sample at stop
+    stamps = [row[3] for row in rows]
+    assert stamps == sorted(stamps)
+    assert all(row[:3] == ("r1", "me", "client") for row in rows)
+    assert all(row[4] >= 0.0 and row[5] > 10_000_000 for row in rows)  # CPU %, RSS bytes

@@ -1,0 +1,106 @@
+"""Hypothesis strategies for every Courier frame type (shared by the protocol tests)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from hypothesis import strategies as st
+
+from courier import errors, models, protocol
+
+Frame = tuple[int, protocol.Request | protocol.Reply, int | None]
+"""(request_id, message, opcode to pass to encode)."""
+
+ids = st.integers(min_value=1, max_value=2**63 - 1)
+optional_ids = st.none() | ids
+i64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+u8s = st.integers(min_value=0, max_value=255)
+u32s = st.integers(min_value=0, max_value=2**32 - 1)
+names = st.text(max_size=24)
+bodies = st.text(max_size=300)
+modes = st.sampled_from(models.ClientMode)
+orders = st.sampled_from(models.Order)
+request_ids = u32s
+times = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+)
+
+queues = st.builds(models.Queue, id=ids, name=names, message_count=i64s)
+clients = st.builds(models.ClientInfo, id=ids, name=names, mode=modes, online=st.booleans())
+messages = st.builds(
+    models.Message,
+    id=ids,
+    queue=ids,
+    sender=ids,
+    receiver=optional_ids,
+    context=st.none() | i64s,
+    priority=u8s,
+    created_at=times,
+    body=bodies,
+)
+
+requests: st.SearchStrategy[protocol.Request] = st.one_of(
+    st.just(protocol.Ping()),
+    st.builds(protocol.Register, name=names, mode=modes),
+    st.builds(protocol.Login, client_id=ids, name=st.none()),
+    st.builds(protocol.Login, client_id=st.none(), name=names),
+    st.just(protocol.Logout()),
+    st.builds(protocol.CreateQueue, name=names),
+    st.builds(protocol.DeleteQueue, queue_id=ids, if_empty=st.booleans()),
+    st.builds(protocol.GetQueue, queue_id=ids, name=st.none()),
+    st.builds(protocol.GetQueue, queue_id=st.none(), name=names),
+    st.just(protocol.ListQueues()),
+    st.builds(
+        protocol.Send,
+        queue_ids=st.lists(ids, max_size=5).map(tuple),
+        body=bodies,
+        receiver=optional_ids,
+        priority=u8s,
+        context=st.none() | i64s,
+    ),
+    st.builds(
+        protocol.Read,
+        queue_id=optional_ids,
+        sender_id=optional_ids,
+        order=orders,
+        pop=st.booleans(),
+    ),
+    st.builds(
+        protocol.Receive, queue_id=ids, sender_id=optional_ids, order=orders, timeout_ms=u32s
+    ),
+    st.builds(protocol.AwaitResponse, queue_id=ids, context=i64s, timeout_ms=u32s),
+    st.just(protocol.QueuesForMe()),
+)
+
+error_statuses = st.sampled_from([s for s in errors.Status if s is not errors.Status.OK])
+
+typed_replies: st.SearchStrategy[protocol.Reply] = st.one_of(
+    st.builds(protocol.Pong, server_time_ns=i64s),
+    st.builds(protocol.ClientReply, client=clients),
+    st.just(protocol.Done()),
+    st.builds(protocol.QueueReply, queue=queues),
+    st.builds(protocol.QueueListReply, queues=st.lists(queues, max_size=5).map(tuple)),
+    st.builds(protocol.MessageIdsReply, ids=st.lists(ids, max_size=5).map(tuple)),
+    st.builds(protocol.MessageReply, message=messages),
+)
+
+
+@st.composite
+def replies(draw: st.DrawFn) -> tuple[protocol.Reply, int]:
+    """A reply and the opcode of a request it may answer."""
+    if draw(st.booleans()):
+        failure = draw(st.builds(protocol.ErrorReply, status=error_statuses, message=names))
+        return failure, draw(u8s)  # any opcode, even an unknown one, may get an error
+    success = draw(typed_replies)
+    answered = [op for op, kind in protocol.REPLY_TYPES.items() if kind is type(success)]
+    return success, draw(st.sampled_from(answered))
+
+
+@st.composite
+def frames(draw: st.DrawFn) -> Frame:
+    """(request_id, message, opcode for encode) for a request or a reply."""
+    request_id = draw(request_ids)
+    if draw(st.booleans()):
+        return request_id, draw(requests), None
+    reply, opcode = draw(replies())
+    return request_id, reply, opcode

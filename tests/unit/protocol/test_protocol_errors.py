@@ -1,0 +1,287 @@
+"""Bad bytes and bad values give precise ProtocolError subclasses, never anything else."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+from datetime import datetime
+
+import protocol_strategies as strategies
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from courier import errors, models, protocol
+
+HEADER = struct.Struct(">BBHII")  # version, opcode, flags, request_id, body_length
+
+
+def frame(body: bytes, opcode: int, *, flags: int = 0, request_id: int = 1) -> bytes:
+    return HEADER.pack(1, opcode, flags, request_id, len(body)) + body
+
+
+def parse_one(data: bytes) -> protocol.Request | protocol.Reply:
+    (raw,) = protocol.Decoder().feed(data)
+    return protocol.parse(raw)
+
+
+def decode_everything(data: bytes) -> None:
+    """Run the whole receive path; only ProtocolError may escape."""
+    receiver = protocol.Decoder()
+    try:
+        raws = receiver.feed(data)
+    except errors.ProtocolError:
+        return
+    for raw in raws:
+        with contextlib.suppress(protocol.UnknownOpcode, protocol.MalformedBody):
+            protocol.parse(raw)
+
+
+# --- fuzzing -----------------------------------------------------------------------
+
+
+@given(data=st.binary(max_size=200))
+def test_random_bytes_raise_only_protocol_errors(data: bytes) -> None:
+    decode_everything(data)
+
+
+@given(
+    opcode=st.integers(0, 255),
+    flags=st.integers(0, 0xFFFF),
+    body=st.binary(max_size=80),
+)
+def test_random_bodies_behind_valid_headers_raise_only_protocol_errors(
+    opcode: int, flags: int, body: bytes
+) -> None:
+    decode_everything(frame(body, opcode, flags=flags))
+
+
+@given(frame_=strategies.frames(), position=st.integers(0), value=st.integers(0, 255))
+def test_corrupted_frames_raise_only_protocol_errors(
+    frame_: strategies.Frame, position: int, value: int
+) -> None:
+    request_id, message, opcode = frame_
+    data = bytearray(protocol.encode(request_id, message, opcode=opcode))
+    data[position % len(data)] = value
+    decode_everything(bytes(data))
+
+
+@given(frame_=strategies.frames(), cut=st.integers(1))
+def test_truncated_bodies_are_malformed(frame_: strategies.Frame, cut: int) -> None:
+    request_id, message, opcode = frame_
+    (raw,) = protocol.Decoder().feed(protocol.encode(request_id, message, opcode=opcode))
+    if not raw.body:
+        return
+    body = raw.body[: cut % len(raw.body)]  # strictly shorter
+    short = protocol.RawFrame(raw.version, raw.opcode, raw.flags, raw.request_id, body)
+    with pytest.raises(protocol.MalformedBody):
+        protocol.parse(short)
+
+
+@given(frame_=strategies.frames(), extra=st.binary(min_size=1, max_size=9))
+def test_trailing_bytes_are_malformed(frame_: strategies.Frame, extra: bytes) -> None:
+    request_id, message, opcode = frame_
+    (raw,) = protocol.Decoder().feed(protocol.encode(request_id, message, opcode=opcode))
+    longer = protocol.RawFrame(raw.version, raw.opcode, raw.flags, raw.request_id, raw.body + extra)
+    with pytest.raises(protocol.MalformedBody, match=f"{len(extra)} trailing bytes"):
+        protocol.parse(longer)
+
+
+# --- framing errors: the connection is beyond repair ---------------------------------
+
+
+def test_unsupported_version_carries_the_version() -> None:
+    data = HEADER.pack(2, protocol.Opcode.PING, 0, 1, 0)
+    with pytest.raises(protocol.UnsupportedVersion) as caught:
+        protocol.Decoder().feed(data)
+    assert caught.value.version == 2
+    assert "version 2" in str(caught.value)
+    assert isinstance(caught.value, errors.ProtocolError)
+
+
+def test_version_is_checked_on_the_first_byte() -> None:
+    with pytest.raises(protocol.UnsupportedVersion) as caught:
+        protocol.Decoder().feed(b"G")  # e.g. an HTTP client: "GET / ..."
+    assert caught.value.version == ord("G")
+
+
+def test_a_decoder_that_saw_a_bad_header_keeps_failing() -> None:
+    receiver = protocol.Decoder()
+    good = protocol.encode(1, protocol.Ping())
+    with pytest.raises(protocol.UnsupportedVersion):
+        receiver.feed(good + b"\x09" + good)
+    with pytest.raises(protocol.UnsupportedVersion):
+        receiver.feed(good)
+    with pytest.raises(protocol.UnsupportedVersion):
+        receiver.feed(b"")
+
+
+def test_frame_too_large_carries_size_and_limit() -> None:
+    receiver = protocol.Decoder(max_frame_bytes=100)
+    with pytest.raises(protocol.FrameTooLarge) as caught:
+        receiver.feed(HEADER.pack(1, protocol.Opcode.SEND, 0, 1, 89))  # header only
+    assert (caught.value.size, caught.value.limit) == (101, 100)
+    assert "101" in str(caught.value)
+    assert "100" in str(caught.value)
+    assert isinstance(caught.value, protocol.FramingError)
+    with pytest.raises(protocol.FrameTooLarge):
+        receiver.feed(protocol.encode(2, protocol.Ping()))
+
+
+def test_a_frame_exactly_at_the_limit_is_accepted() -> None:
+    data = frame(b"\x00" * 88, protocol.Opcode.PING)
+    (raw,) = protocol.Decoder(max_frame_bytes=100).feed(data)
+    assert raw.size == 100
+
+
+def test_default_limit_is_one_mebibyte_of_body() -> None:
+    assert protocol.MAX_FRAME_BYTES == 12 + 1024 * 1024
+    assert protocol.HEADER_SIZE == 12
+    with pytest.raises(protocol.FrameTooLarge):
+        protocol.Decoder().feed(HEADER.pack(1, 0x20, 0, 1, 1024 * 1024 + 1))
+
+
+def test_frame_limit_for_leaves_room_for_oversized_bodies() -> None:
+    assert protocol.frame_limit_for(64 * 1024) == protocol.MAX_FRAME_BYTES
+    limit = protocol.frame_limit_for(2 * 1024 * 1024)
+    assert limit == 12 + 4 * 1024 * 1024 + 64 * 1024
+
+
+# --- frame errors: one frame is bad, the stream is fine ------------------------------
+
+
+def test_unknown_request_opcode_keeps_the_stream_usable() -> None:
+    receiver = protocol.Decoder()
+    raws = receiver.feed(frame(b"abc", 0x7F, request_id=5) + protocol.encode(6, protocol.Ping()))
+    with pytest.raises(protocol.UnknownOpcode) as caught:
+        protocol.parse(raws[0])
+    assert caught.value.opcode == 0x7F
+    assert "0x7f" in str(caught.value)
+    assert raws[0].request_id == 5
+    assert protocol.parse(raws[1]) == protocol.Ping()
+
+
+def test_opcode_zero_is_not_a_request() -> None:
+    with pytest.raises(protocol.UnknownOpcode):
+        parse_one(frame(b"", 0))
+
+
+def test_successful_reply_to_an_unknown_opcode_is_unknown() -> None:
+    with pytest.raises(protocol.UnknownOpcode):
+        parse_one(frame(b"\x00", 0x7F, flags=1))
+
+
+def test_error_reply_parses_whatever_the_opcode() -> None:
+    reply = protocol.ErrorReply(status=errors.Status.BAD_REQUEST, message="unknown opcode 0x7f")
+    data = protocol.encode(5, reply, opcode=0x7F)
+    assert data[1] == 0x7F
+    assert parse_one(data) == reply
+
+
+def test_error_reply_without_opcode_is_about_the_connection() -> None:
+    reply = protocol.ErrorReply(status=errors.Status.BAD_REQUEST, message="bad version")
+    data = protocol.encode(0, reply)
+    assert data[1] == protocol.NO_OPCODE
+    assert parse_one(data) == reply
+
+
+def test_bad_utf8_is_malformed() -> None:
+    with pytest.raises(protocol.MalformedBody) as caught:
+        parse_one(frame(b"\x00\x02\xff\xfe", protocol.Opcode.CREATE_QUEUE))
+    assert caught.value.opcode == protocol.Opcode.CREATE_QUEUE
+    assert "UTF-8" in caught.value.reason
+    assert "CREATE_QUEUE" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("opcode", "flags", "body", "field"),
+    [
+        (protocol.Opcode.REGISTER, 0, b"\x00\x01a\x02", "mode"),
+        (protocol.Opcode.READ, 0, bytes(16) + b"\x07\x00", "order"),
+        (protocol.Opcode.READ, 0, bytes(16) + b"\x00\x02", "pop"),
+        (protocol.Opcode.LOGIN, 0, b"\x03", "lookup"),
+        (protocol.Opcode.PING, 1, b"\x63", "status"),
+        (protocol.Opcode.REGISTER, 1, b"\x00" + bytes(8) + b"\x00\x01a\x05\x00", "client.mode"),
+    ],
+)
+def test_unknown_enum_codes_are_malformed(opcode: int, flags: int, body: bytes, field: str) -> None:
+    with pytest.raises(protocol.MalformedBody) as caught:
+        parse_one(frame(body, opcode, flags=flags))
+    assert caught.value.opcode == opcode
+    assert caught.value.reason.startswith(field)
+
+
+def test_trailing_bytes_name_their_count() -> None:
+    with pytest.raises(protocol.MalformedBody) as caught:
+        parse_one(frame(b"\x00\x00", protocol.Opcode.LOGOUT))
+    assert caught.value.reason == "2 trailing bytes after the body"
+
+
+def test_a_count_larger_than_the_body_is_malformed() -> None:
+    body = b"\xff\xff" + bytes(8)  # claims 65535 queue ids, carries one
+    with pytest.raises(protocol.MalformedBody, match="ends inside"):
+        parse_one(frame(body, protocol.Opcode.SEND))
+
+
+def test_a_timestamp_beyond_datetime_is_malformed() -> None:
+    message = bytes(8 * 4) + b"\x00\x05" + struct.pack(">q", 2**63 - 1) + bytes(4)
+    with pytest.raises(protocol.MalformedBody, match="created_at"):
+        parse_one(frame(b"\x00" + message, protocol.Opcode.READ, flags=1))
+
+
+# --- replies to exceptions -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [s for s in errors.Status if s is not errors.Status.OK])
+def test_error_reply_becomes_the_status_exception(status: errors.Status) -> None:
+    exception = protocol.ErrorReply(status=status, message="it failed").to_exception()
+    assert exception.status is status
+    assert exception.message == "it failed"
+
+
+def test_long_error_messages_are_cut_at_a_character_boundary() -> None:
+    reply = protocol.ErrorReply(status=errors.Status.QUEUE_NOT_FOUND, message="é" * 40_000)
+    decoded = parse_one(protocol.encode(1, reply, opcode=protocol.Opcode.GET_QUEUE))
+    assert isinstance(decoded, protocol.ErrorReply)
+    assert decoded.message == "é" * (65535 // 2)
+
+
+# --- values that cannot be encoded ----------------------------------------------------
+
+NAIVE = datetime(2024, 1, 1)  # deliberately without a timezone
+
+
+@pytest.mark.parametrize(
+    ("request_id", "message", "opcode", "reason"),
+    [
+        (1, protocol.Login(client_id=None, name=None), None, "exactly one"),
+        (1, protocol.Login(client_id=3, name="x"), None, "exactly one"),
+        (1, protocol.GetQueue(queue_id=None, name=None), None, "exactly one"),
+        (1, protocol.Send((1,), "x", None, 256, None), None, "priority"),
+        (1, protocol.Send((1,), "x", 0, 5, None), None, "receiver"),
+        (1, protocol.Send(tuple(range(1, 65537)), "x", None, 5, None), None, "len(queue_ids)"),
+        (1, protocol.Receive(1, None, models.Order.TIME, -1), None, "timeout_ms"),
+        (1, protocol.Register("n", "admin"), None, "mode"),  # type: ignore[arg-type]
+        (1, protocol.CreateQueue("q" * 65536), None, "len(name)"),
+        (1, protocol.CreateQueue("\ud800"), None, "name"),
+        (2**32, protocol.Ping(), None, "request_id"),
+        (1, protocol.Ping(), protocol.Opcode.LOGOUT, "PING"),
+        (1, protocol.Done(), None, "opcode="),
+        (1, protocol.QueueReply(models.Queue(1, "q")), protocol.Opcode.PING, "does not answer"),
+        (1, protocol.ErrorReply(errors.Status.OK, "fine"), None, "not an error status"),
+        (1, "not a frame", None, "not a frame type"),
+    ],
+)
+def test_unencodable_values_raise_encode_error(
+    request_id: int, message: object, opcode: int | None, reason: str
+) -> None:
+    with pytest.raises(protocol.EncodeError) as caught:
+        protocol.encode(request_id, message, opcode=opcode)  # type: ignore[arg-type]
+    assert reason in caught.value.reason
+    assert isinstance(caught.value, errors.ProtocolError)
+
+
+def test_naive_timestamps_cannot_be_encoded() -> None:
+    message = models.Message(1, 1, 1, None, None, 5, NAIVE, "x")
+    with pytest.raises(protocol.EncodeError, match="timezone-aware"):
+        protocol.encode(1, protocol.MessageReply(message), opcode=protocol.Opcode.READ)

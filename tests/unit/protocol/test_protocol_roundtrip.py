@@ -1,0 +1,105 @@
+"""Every frame survives encode -> Decoder.feed (in any chunking) -> parse."""
+
+from __future__ import annotations
+
+import doctest
+import itertools
+
+import protocol_strategies as strategies
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from courier import models, protocol
+from courier.protocol import constants, decoder
+
+Frame = strategies.Frame
+
+
+def split(data: bytes, cuts: list[int]) -> list[bytes]:
+    points = sorted({0, len(data), *(cut % (len(data) + 1) for cut in cuts)})
+    return [data[start:end] for start, end in itertools.pairwise(points)]
+
+
+@settings(max_examples=300)
+@given(
+    frames=st.lists(strategies.frames(), min_size=1, max_size=8),
+    cuts=st.lists(st.integers(min_value=0), max_size=20),
+)
+def test_frames_survive_any_chunking(frames: list[Frame], cuts: list[int]) -> None:
+    stream = b"".join(protocol.encode(rid, message, opcode=op) for rid, message, op in frames)
+    receiver = protocol.Decoder()
+    received = [raw for chunk in split(stream, cuts) for raw in receiver.feed(chunk)]
+    assert receiver.buffered == 0
+    assert [raw.request_id for raw in received] == [rid for rid, _, _ in frames]
+    assert [protocol.parse(raw) for raw in received] == [message for _, message, _ in frames]
+    assert sum(raw.size for raw in received) == len(stream)
+
+
+@given(frame=strategies.frames())
+def test_header_fields_follow_the_message(frame: Frame) -> None:
+    request_id, message, opcode = frame
+    (raw,) = protocol.Decoder().feed(protocol.encode(request_id, message, opcode=opcode))
+    assert raw.version == protocol.VERSION
+    assert raw.is_response is protocol.is_reply(message)
+    if protocol.is_request(message):
+        assert raw.opcode == protocol.opcode_of(message)
+    else:
+        assert raw.opcode == opcode
+
+
+@given(request=strategies.requests)
+def test_every_request_prefix_is_incomplete_not_an_error(request: protocol.Request) -> None:
+    data = protocol.encode(1, request)
+    for end in range(len(data)):
+        assert protocol.Decoder().feed(data[:end]) == []
+    receiver = protocol.Decoder()
+    assert receiver.feed(data[:-1]) == []
+    assert len(receiver.feed(data[-1:])) == 1
+
+
+def test_feeding_one_byte_at_a_time_yields_each_frame_once_complete() -> None:
+    sent: list[protocol.Request] = [
+        protocol.Ping(),
+        protocol.CreateQueue(name="jobs"),
+        protocol.Logout(),
+    ]
+    stream = b"".join(protocol.encode(rid, message) for rid, message in enumerate(sent))
+    receiver = protocol.Decoder()
+    completed_at = []
+    for position in range(len(stream)):
+        if receiver.feed(stream[position : position + 1]):
+            completed_at.append(position + 1)
+    assert completed_at == [12, 12 + 12 + 6, 12 + 12 + 6 + 12]
+
+
+def test_codec_does_not_range_check_priority() -> None:
+    for priority in (0, 11, 255):
+        send = protocol.Send(
+            queue_ids=(1,), body="x", receiver=None, priority=priority, context=None
+        )
+        (raw,) = protocol.Decoder().feed(protocol.encode(3, send))
+        assert protocol.parse(raw) == send
+
+
+def test_a_body_at_the_default_frame_limit_passes() -> None:
+    overhead = 2 + 8 + 8 + 1 + 1 + 4  # queue count, one queue id, receiver, priority, ctx, len
+    body = "a" * (constants.MAX_FRAME_BYTES - constants.HEADER_SIZE - overhead)
+    send = protocol.Send(queue_ids=(1,), body=body, receiver=None, priority=5, context=None)
+    data = protocol.encode(1, send)
+    assert len(data) == protocol.MAX_FRAME_BYTES
+    (raw,) = protocol.Decoder().feed(data)
+    assert protocol.parse(raw) == send
+
+
+def test_read_only_client_round_trips_in_a_reply() -> None:
+    client = models.ClientInfo(id=9, name="observer", mode=models.ClientMode.READ_ONLY)
+    reply = protocol.ClientReply(client=client)
+    (raw,) = protocol.Decoder().feed(protocol.encode(4, reply, opcode=protocol.Opcode.LOGIN))
+    assert protocol.parse(raw) == reply
+
+
+def test_module_examples() -> None:
+    for module in (constants, decoder):
+        result = doctest.testmod(module)
+        assert result.attempted > 0
+        assert result.failed == 0
