@@ -16,6 +16,11 @@ Fixtures
                         so server subprocesses may simply be given this string).
     pool                (function, async) asyncpg pool on ``dsn`` (max 10 connections).
     repo                (function) ``courier.db.repository.Repository`` over ``pool``.
+    module_dsn          (module) like ``dsn``, shared by the tests of one module.
+    servers             (module, async) two running `courier serve` processes on
+                        ``module_dsn`` (``helpers.servers.ServerProcess``).
+    unique              ``unique(prefix)``: a name no other test has used, so tests
+                        can share ``module_dsn`` and its servers (``helpers.names``).
 
 Sync tests may use ``dsn`` too: the database work runs on its own thread and loop.
 """
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import itertools
 import os
 import shutil
@@ -38,6 +44,8 @@ import asyncpg
 import pytest
 
 from courier.db import embedded, repository, schema
+from helpers.names import Unique, unique_name
+from helpers.servers import ServerProcess, running_servers
 
 TEST_DSN_VARIABLE = "COURIER_TEST_DSN"
 
@@ -72,6 +80,15 @@ class TestDatabases:
         run_sync(self._execute(f'CREATE DATABASE "{name}"' + self._copy_clause(template)))
         self._created.append(name)
         return dsn_with_database(self.admin_dsn, name)
+
+    @contextlib.contextmanager
+    def copy(self, template: str) -> Iterator[str]:
+        """A new copy of template for the block (its DSN); dropped afterwards."""
+        copied = self.create(template=template)
+        try:
+            yield copied
+        finally:
+            self.drop(copied)
 
     def drop(self, dsn: str) -> None:
         name = urllib.parse.urlsplit(dsn).path.lstrip("/")
@@ -130,11 +147,14 @@ def template_database(databases: TestDatabases) -> str:
 
 @pytest.fixture
 def dsn(databases: TestDatabases, template_database: str) -> Iterator[str]:
-    test_dsn = databases.create(template=template_database)
-    try:
+    with databases.copy(template_database) as test_dsn:
         yield test_dsn
-    finally:
-        databases.drop(test_dsn)
+
+
+@pytest.fixture(scope="module")
+def module_dsn(databases: TestDatabases, template_database: str) -> Iterator[str]:
+    with databases.copy(template_database) as shared_dsn:
+        yield shared_dsn
 
 
 @pytest.fixture
@@ -149,3 +169,17 @@ async def pool(dsn: str) -> AsyncIterator[asyncpg.Pool]:
 @pytest.fixture
 def repo(pool: asyncpg.Pool) -> repository.Repository:
     return repository.Repository(pool)
+
+
+@pytest.fixture(scope="module")
+async def servers(
+    module_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[list[ServerProcess]]:
+    log_dir = tmp_path_factory.mktemp("servers")
+    async with running_servers(module_dsn, log_dir, count=2) as started:
+        yield started
+
+
+@pytest.fixture
+def unique() -> Unique:
+    return unique_name

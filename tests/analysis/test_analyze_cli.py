@@ -66,9 +66,9 @@ def test_analyze_writes_the_report_and_prints_a_summary(
 
 def summary_text(runs: list[dict[str, Any]]) -> str:
     summary = pipeline.Summary("x", Path("report"), runs, records=10, elapsed_s=1.0)
-    console = Console(file=io.StringIO(), width=160)
-    console.print(analyze_command.summary_table(summary))
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    buffer = io.StringIO()
+    Console(file=buffer, width=160).print(analyze_command.summary_table(summary))
+    return buffer.getvalue()
 
 
 def test_summary_shows_a_verdict_only_for_saturation_runs() -> None:

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
-from courier.analysis import pipeline, synthetic
+from courier.analysis import pipeline, report, synthetic, tables
 from courier.lab import records
 
 SECTIONS = (
@@ -201,3 +201,13 @@ def test_summary_for_callers(summary: pipeline.Summary, experiment: Path) -> Non
     assert summary.records == total
     assert summary.records_per_second > 0
     assert all(run["judged"] for run in summary.runs)
+
+
+def test_a_table_note_is_a_paragraph_after_the_markdown_table() -> None:
+    note_table = tables.Table("t", "T", ("a", "b"), [(1, 2)], note="How a was measured.")
+    document = report.Document(
+        "D", [report.Section("s", "S", [report.TableBlock(note_table, "t.parquet", "t.csv")])]
+    )
+    lines = report.render_markdown(document).splitlines()
+    note = lines.index("How a was measured.")
+    assert lines[note - 2 : note] == ["| 1 | 2 |", ""]  # GFM would read a next line as a row

@@ -8,7 +8,6 @@ commit, the NOTIFY to A, A's retried pop and the reply. Run: make bench.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -18,8 +17,7 @@ import pytest
 import courier
 
 # The integration tests' helper that runs `courier serve` processes.
-sys.path.insert(0, str(Path(__file__).parents[1] / "integration" / "server"))
-from server_harness import ServerProcess
+from helpers.servers import ServerProcess
 
 ROUNDS = 300
 SETTLE = 0.01

@@ -6,7 +6,7 @@
     screenshot   (function) ``await screenshot(page, "name")`` saves
                  test-artifacts/screenshots/name.png
 
-The consoles themselves come from tests/integration/console/console_harness.py.
+The consoles themselves come from helpers.consoles.
 """
 
 from __future__ import annotations

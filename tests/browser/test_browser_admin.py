@@ -8,7 +8,7 @@ from playwright.async_api import Page, expect
 
 from courier import errors
 from courier.db import repository
-from integration.console.console_harness import running_console
+from helpers.consoles import running_console
 
 
 async def queue_names(repo: repository.Repository) -> list[str]:

@@ -10,7 +10,7 @@ from browser_harness import Screenshot
 from playwright.async_api import Page, expect
 
 from courier.db import repository
-from integration.console.console_harness import running_console
+from helpers.consoles import running_console
 
 SENDS_PER_SECOND = 40
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,9 +10,9 @@ import pytest
 from browser_harness import Screenshot
 from playwright.async_api import Page, expect
 
-from integration.console.console_harness import RunningConsole, running_console
-from integration.console.console_session import TRICKY_BODY, Expected, Script
-from integration.server.server_harness import ServerProcess
+from helpers.console_session import TRICKY_BODY, Expected, scripted_session
+from helpers.consoles import RunningConsole, running_console
+from helpers.servers import ServerProcess
 
 
 @dataclass
@@ -22,31 +22,12 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def module_dsn(databases: Any, template_database: str) -> Iterator[str]:
-    dsn: str = databases.create(template=template_database)
-    try:
-        yield dsn
-    finally:
-        databases.drop(dsn)
-
-
-@pytest.fixture(scope="module")
-async def session(
-    module_dsn: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Session]:
-    log_dir = tmp_path_factory.mktemp("browser-servers")
-    servers = [ServerProcess(module_dsn, log_dir) for _ in range(2)]
-    script = Script([f"{host}:{port}" for host, port in (s.address for s in servers)])
-    try:
-        for server in servers:
-            await server.start()
-        expected = await script.run()
-        async with running_console(module_dsn, refresh_ms=1000) as console:
-            yield Session(console, expected)
-    finally:
-        await script.close()
-        for server in servers:
-            await server.stop()
+async def session(module_dsn: str, servers: list[ServerProcess]) -> AsyncIterator[Session]:
+    async with (
+        scripted_session(servers) as expected,
+        running_console(module_dsn, refresh_ms=1000) as console,
+    ):
+        yield Session(console, expected)
 
 
 def row_of(page: Page, table: str, text: str) -> Any:

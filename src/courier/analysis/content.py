@@ -222,12 +222,14 @@ def factors_section(results: Results, writer: Writer) -> report.Section:
 
 
 def factorial_section(results: Results, writer: Writer) -> report.Section:
-    blocks: list[report.Block] = [
-        report.Paragraph(
-            "2^k r design: -1 is a factor's first declared level, +1 its second. Effects "
-            "with 95% t intervals; an effect is significant when its interval excludes 0."
+    blocks: list[report.Block] = []
+    if results.factors.analyses:
+        blocks.append(
+            report.Paragraph(
+                "2^k r design: -1 is a factor's first declared level, +1 its second. Effects "
+                "with 95% t intervals; an effect is significant when its interval excludes 0."
+            )
         )
-    ]
     if results.factors.note:
         blocks.append(report.Paragraph(results.factors.note))
     experiment = results.inputs.experiment
@@ -319,8 +321,7 @@ def validity_section(results: Results, writer: Writer) -> report.Section:
             ),
             report.Paragraph(validity.SCOPE),
             report.Paragraph(_judged_text(judged, len(results.validity))),
-            report.Paragraph(validity.METHOD),
-            writer.table(results.validity),
+            writer.table(results.validity),  # its note says how delivery time is approximated
         ],
     )
 

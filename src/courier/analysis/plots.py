@@ -77,9 +77,20 @@ def run_trace(run_id: str, title: str, bounds: trimming.Bounds, data: traces.Tra
         _steps(axes[4], [r["t_s"] for r in depth], [r["messages"] for r in depth], window)
         axes[4].set_ylabel("queued messages")
     axes[-1].set_xlabel(f"seconds since run start ({data.window_s:g} s windows; grey = trimmed)")
+    for ax in axes:
+        _from_zero(ax)
     _shade_trimmed(axes, bounds)
     figure.suptitle(f"{run_id}: {title}")
     return figure
+
+
+def _from_zero(ax: Axes, headroom: float = 1.3) -> None:
+    """Start the y axis at zero, with room at the top for the legend.
+
+    From zero, a 5% change looks like one rather than filling the panel.
+    """
+    top = ax.get_ylim()[1]
+    ax.set_ylim(0, top * headroom if top > 0 else 1.0)
 
 
 def _gc_overlay(ax: Axes, rows: list[dict[str, Any]], window_s: float) -> None:
@@ -100,6 +111,7 @@ def _gc_overlay(ax: Axes, rows: list[dict[str, Any]], window_s: float) -> None:
         label="GC pause",
     )
     twin.set_ylabel("GC pause (ms)", color="tab:red")
+    _from_zero(twin)
 
 
 def _process_lines(
@@ -116,7 +128,8 @@ def component_bars(table: tables.Table) -> Figure:
     """Stacked mean components per configuration, one panel per operation."""
     operations = sorted(set(table.column("operation")))
     figure = Figure(figsize=(max(4.0, 3.2 * len(operations)), 4.2), layout="constrained")
-    axes = figure.subplots(1, len(operations), squeeze=False)[0]
+    # One y scale for all panels, so operations compare at a glance.
+    axes = figure.subplots(1, len(operations), squeeze=False, sharey=True)[0]
     for ax, operation in zip(axes, operations, strict=True):
         rows = table.where(operation=operation)
         labels = [row["config"].replace(", ", "\n") for row in rows]
@@ -126,8 +139,8 @@ def component_bars(table: tables.Table) -> Figure:
             ax.bar(labels, heights, bottom=bottom, label=column.removesuffix("_ms"))
             bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
         ax.set_title(operation)
-        ax.set_ylabel("mean time (ms)")
         ax.tick_params(axis="x", labelsize="small")
+    axes[0].set_ylabel("mean time (ms)")
     axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     return figure
 

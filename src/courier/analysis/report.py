@@ -118,7 +118,9 @@ def _markdown_table(block: TableBlock) -> list[str]:
         lines.append("| " + " | ".join(cells) + " |")
     if not table.rows:
         lines.append("| " + " | ".join("-" for _ in table.columns) + " |")
-    lines += [line for line in ("", cut, table.note) if line] if cut or table.note else []
+    for text in (cut, table.note):
+        if text:
+            lines += ["", text]  # the blank line ends the table: no stray table row
     return lines
 
 

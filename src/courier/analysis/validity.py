@@ -1,11 +1,5 @@
 """Is a saturation run valid? Two criteria, both at 95% confidence where tested.
 
-Only saturation runs are judged: open-loop runs, whose clients start requests at
-Poisson arrivals however slowly the replies come (``arrival = "open"``). In a
-closed loop the offered load follows the system's speed, so a growing queue or a
-slow p90 says how the workload is built, not whether the system keeps up; such
-runs get their measurements but no verdict ("n/a").
-
 1. Delivery time: p90 at most 5 s. The records do not link a send to the pop of
    the same message (no message id is recorded), so the verdict uses the p90
    response time of the run's measured requests instead, and says so.
@@ -13,6 +7,12 @@ runs get their measurements but no verdict ("n/a").
    the measured interval is not significantly different from zero (t-test).
 
 A run without queue-depth samples gets no stability verdict (and so no overall one).
+
+Only saturation runs are judged: open-loop runs, whose clients start requests at
+Poisson arrivals however slowly the replies come (``arrival = "open"``). In a
+closed loop the offered load follows the system's speed, so a growing queue or a
+slow p90 says how the workload is built, not whether the system keeps up; such
+runs get their measurements but no verdict ("n/a").
 """
 
 from __future__ import annotations

@@ -45,13 +45,14 @@ def local_dsn(data_dir: Path) -> str | None:
 
 
 def resolve_token(given: str | None, data_dir: Path) -> tuple[str, str | None]:
-    """The admin token, and where it came from when the user has not seen it yet."""
+    """The admin token, and a note to print about it (None when given by the user)."""
     if given:
         return given, None
     recorded = up_state(data_dir).get("admin_token")
     if isinstance(recorded, str) and recorded:
-        return recorded, "recorded by `courier up`"
-    return auth.generate_token(), "generated"
+        return recorded, "admin actions take the token `courier up` printed"
+    token = auth.generate_token()
+    return token, f"admin token (generated; shown once): {token}"
 
 
 @click.command()
@@ -89,9 +90,9 @@ def console(
     chosen_dsn = dsn or local_dsn(data_dir)
     if not chosen_dsn:
         raise click.UsageError("no database: pass --dsn, or start one with `courier up`")
-    token, origin = resolve_token(admin_token, data_dir)
-    if origin:
-        click.echo(f"admin token ({origin}; shown once): {token}")
+    token, note = resolve_token(admin_token, data_dir)
+    if note:
+        click.echo(note)
     console_settings = settings.ConsoleSettings(
         dsn=chosen_dsn, admin_token=token, host=host, port=port, refresh_ms=refresh_ms
     )

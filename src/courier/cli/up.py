@@ -67,8 +67,9 @@ def up(middlewares: int, port: int, data_dir: Path | None) -> None:
         click.echo("starting the database ...", err=True)
         dsn = start_database(database)
         servers = start_middlewares(dsn, port, middlewares, data_dir / "logs")
-        write_state(state_path, dsn, servers)
-        announce(dsn, servers, database_was_running)
+        admin_token = secrets.token_urlsafe(24)
+        write_state(state_path, dsn, servers, admin_token)
+        announce(dsn, servers, database_was_running, admin_token)
         wait_for_stop(servers)
     finally:
         # A second Ctrl-C must not cut the clean-up short.
@@ -155,12 +156,12 @@ def answers_ping(host: str, port: int, timeout: float = 1.0) -> bool:
     return False
 
 
-def write_state(path: Path, dsn: str, servers: list[Middleware]) -> None:
+def write_state(path: Path, dsn: str, servers: list[Middleware], admin_token: str) -> None:
     state: dict[str, Any] = {
         "servers": [server.address for server in servers],
         "pids": [server.process.pid for server in servers],
         "dsn": dsn,
-        "admin_token": secrets.token_urlsafe(24),
+        "admin_token": admin_token,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     # The console's admin token is in it: readable by this user only.
@@ -169,7 +170,9 @@ def write_state(path: Path, dsn: str, servers: list[Middleware]) -> None:
         json.dump(state, handle, indent=2)
 
 
-def announce(dsn: str, servers: list[Middleware], database_was_running: bool) -> None:
+def announce(
+    dsn: str, servers: list[Middleware], database_was_running: bool, admin_token: str
+) -> None:
     addresses = ",".join(server.address for server in servers)
     click.echo(f"database {dsn}")
     for server in servers:
@@ -177,6 +180,7 @@ def announce(dsn: str, servers: list[Middleware], database_was_running: bool) ->
     if database_was_running:
         click.echo("(the database was already running; it stays up afterwards)")
     click.echo(f"connect with: --servers {addresses}  (client commands default to these)")
+    click.echo(f"console admin token (shown once; `courier console` uses it): {admin_token}")
     click.echo("Ctrl-C stops everything.")
 
 

@@ -28,7 +28,8 @@ class CallRecord(NamedTuple):
     """What one call cost, as the client saw it (durations in ns, from perf_counter_ns).
 
     A named tuple, as it is built on every recorded call: a tenth of what a frozen
-    dataclass costs.
+    dataclass costs. The fields are those of a CLIENT_REQUESTS row after run id,
+    process and behaviour, in order, so the lab can keep the record as it is.
 
     >>> CallRecord("127.0.0.1:7400", 7, 1, "ping", "OK", 0, 90_000, 800, 900, 12, 21).operation
     'ping'

@@ -2,13 +2,15 @@
 
 Every list is a keyset page (``id > after ORDER BY id LIMIT n``) over an index, and
 every per-row count stops at the count cap, so the cost of a page is bounded no
-matter how many messages are stored.
+matter how many messages are stored. What a client, queue or message row holds is
+written once, in console/sql/_*.sql, which the queries include.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -19,12 +21,15 @@ from courier.console import params, rows
 
 T = TypeVar("T")
 PREVIEW_CHARS = 120
+INCLUDE = re.compile(r"^-- include: (?P<name>_\w+)\.sql$", re.MULTILINE)
 
 
 @functools.cache
 def sql(name: str) -> str:
-    """The text of console/sql/<name>.sql."""
-    return (importlib.resources.files("courier.console") / "sql" / f"{name}.sql").read_text()
+    """The text of console/sql/<name>.sql, each ``-- include: _part.sql`` line replaced
+    by the text of that file."""
+    text = (importlib.resources.files("courier.console") / "sql" / f"{name}.sql").read_text()
+    return INCLUDE.sub(lambda included: sql(included["name"]), text)
 
 
 def keyset_page(records: Sequence[Any], limit: int, make: Callable[[Any], T]) -> rows.Page[T]:
@@ -52,6 +57,14 @@ def message_row(record: asyncpg.Record) -> rows.MessageRow:
 
 def instance_row(record: asyncpg.Record) -> rows.InstanceRow:
     return rows.InstanceRow(**dict(record))
+
+
+async def message_page(
+    pool: asyncpg.Pool, query: str, key: int, paging: params.Paging
+) -> rows.Page[rows.MessageRow]:
+    """A page of an unfiltered message list; key ($1) is the client or queue listed."""
+    records = await pool.fetch(sql(query), key, paging.after, paging.limit + 1, PREVIEW_CHARS)
+    return keyset_page(records, paging.limit, message_row)
 
 
 # -- overview ---------------------------------------------------------------------
@@ -88,19 +101,13 @@ async def client(pool: asyncpg.Pool, client_id: int, count_cap: int) -> rows.Cli
 async def messages_sent_by(
     pool: asyncpg.Pool, client_id: int, paging: params.Paging
 ) -> rows.Page[rows.MessageRow]:
-    records = await pool.fetch(
-        sql("messages_sent_by"), client_id, paging.after, paging.limit + 1, PREVIEW_CHARS
-    )
-    return keyset_page(records, paging.limit, message_row)
+    return await message_page(pool, "messages_sent_by", client_id, paging)
 
 
 async def messages_waiting_for(
     pool: asyncpg.Pool, client_id: int, paging: params.Paging
 ) -> rows.Page[rows.MessageRow]:
-    records = await pool.fetch(
-        sql("messages_waiting_for"), client_id, paging.after, paging.limit + 1, PREVIEW_CHARS
-    )
-    return keyset_page(records, paging.limit, message_row)
+    return await message_page(pool, "messages_waiting_for", client_id, paging)
 
 
 # -- queues -----------------------------------------------------------------------
@@ -128,10 +135,7 @@ async def queue_messages(
     """A page of a queue's messages. Filtered pages examine at most scan_limit
     messages, so a filter that matches little cannot make one request walk the queue."""
     if not filters.active:
-        records = await pool.fetch(
-            sql("queue_messages"), queue_id, paging.after, paging.limit + 1, PREVIEW_CHARS
-        )
-        return keyset_page(records, paging.limit, message_row)
+        return await message_page(pool, "queue_messages", queue_id, paging)
     records = await pool.fetch(
         sql("queue_messages_filtered"),
         queue_id,

@@ -40,7 +40,7 @@ def run(settings: config.ServerSettings, *, clock_offset_ns: int = 0) -> None:
         clock_offset_ns=clock_offset_ns,
     )
     try:
-        app.run(settings, recorded.record_server_request)
+        app.run(settings, recorded.server_recorder())
     finally:
         recorded.close()
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from courier.lab import records
@@ -44,18 +45,29 @@ class RecordBuffer:
     thread (the GC callback runs in whichever thread triggered a collection); the lock
     is re-entrant, and nothing is allocated while it is held, so a collection can
     never deadlock on it.
+
+    The request hooks append their records as they come (a ``CallRecord`` or
+    ``RequestRecord`` holds the kind's fields after the first few): such a buffer is
+    given the ``leading`` values, the same for all its rows (run id, process, ...),
+    and the ``clock_offset_ns`` to subtract from its rows' instants. Both are applied
+    to whole columns when the rows are taken, so a request costs one append.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, leading: tuple[Any, ...] = (), clock_offset_ns: int = 0) -> None:
         self.kind = kind
         self.schema = records.arrow_schema(kind)
-        self._width = len(self.schema)
-        self._row_type = pa.struct(list(self.schema))
+        self.leading = leading
+        self.clock_offset_ns = clock_offset_ns
+        appended = list(self.schema)[len(leading) :]
+        self._width = len(appended)
+        self._row_type = pa.struct(appended)
+        self._instants = [n for n, f in enumerate(appended) if f.name in records.INSTANT_FIELDS]
         self._lock = threading.RLock()
         self._rows: list[tuple[Any, ...]] = []
 
     def append(self, row: tuple[Any, ...]) -> None:
-        """Add one row; values in the order of ``records.FIELDS[kind]``."""
+        """Add one row; values in the order of ``records.FIELDS[kind]``, after the
+        leading ones."""
         if len(row) != self._width:
             raise ValueError(f"{self.kind} rows have {self._width} values, got {len(row)}")
         with self._lock:
@@ -72,7 +84,15 @@ class RecordBuffer:
         if not taken:
             return None
         rows = cast(pa.StructArray, pa.array(taken, type=self._row_type))
-        return pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows)], self.schema)
+        columns: list[pa.Array[Any]] = rows.flatten()
+        if self.clock_offset_ns:
+            for n in self._instants:
+                columns[n] = pc.subtract(columns[n], self.clock_offset_ns)
+        leading = [
+            pa.repeat(pa.scalar(value, field.type), len(taken))
+            for value, field in zip(self.leading, self.schema, strict=False)
+        ]
+        return pa.Table.from_arrays([*leading, *columns], schema=self.schema)
 
 
 class _KindFile:
@@ -154,6 +174,7 @@ class RecordWriter:
         self.flush_interval = flush_interval
         self.roll_interval = roll_interval
         self.buffers = {kind: RecordBuffer(kind) for kind in kinds}
+        self._sources = {kind: [buffer] for kind, buffer in self.buffers.items()}
         stem = file_stem(process)
         self._files = {
             kind: _KindFile(self.run_dir / kind, stem, buffer.schema)
@@ -166,6 +187,16 @@ class RecordWriter:
 
     def append(self, kind: str, row: tuple[Any, ...]) -> None:
         self.buffers[kind].append(row)
+
+    def add_buffer(
+        self, kind: str, leading: tuple[Any, ...], clock_offset_ns: int = 0
+    ) -> RecordBuffer:
+        """Another buffer for one of the kinds, for rows without the leading values
+        (see RecordBuffer); its rows go to the same files."""
+        buffer = RecordBuffer(kind, leading, clock_offset_ns)
+        with self._write_lock:
+            self._sources[kind].append(buffer)
+        return buffer
 
     def start(self) -> RecordWriter:
         # pyarrow's first conversion imports its helpers (a quarter second): do it
@@ -180,10 +211,10 @@ class RecordWriter:
     def flush(self) -> None:
         """Write every buffered row now (the background thread does this periodically)."""
         with self._write_lock:
-            for kind, buffer in self.buffers.items():
-                table = buffer.take()
-                if table is not None:
-                    self._files[kind].write(table)
+            for kind, sources in self._sources.items():
+                tables = [table for table in map(RecordBuffer.take, sources) if table is not None]
+                if tables:
+                    self._files[kind].write(pa.concat_tables(tables))
                 self._files[kind].roll_if_older_than(self.roll_interval)
 
     def close(self) -> list[Path]:

@@ -6,7 +6,7 @@ that the client library and the middleware hand to their ``recorder`` callables
 into CLIENT_REQUESTS and SERVER_REQUESTS rows.
 
     recording = ProcessRecording.for_middleware(record_dir, run_id, "127.0.0.1:7401")
-    server = Server(settings, recorder=recording.record_server_request)
+    server = Server(settings, recorder=recording.server_recorder())
     ...
     recording.close()          # on shutdown: flushes and finishes every file
 
@@ -65,8 +65,7 @@ class ProcessRecording:
         self.gc_pauses = probes.GcPauseRecorder(
             self.writer.append, run_id, process, clock_offset_ns=clock_offset_ns
         )
-        self._server_rows = self.writer.buffers.get(records.SERVER_REQUESTS)
-        self._client_rows = self.writer.buffers.get(records.CLIENT_REQUESTS)
+        self._client_rows: dict[str, recorder.RecordBuffer] = {}  # by behaviour
         self._closed = False
 
     @classmethod
@@ -120,36 +119,28 @@ class ProcessRecording:
     def append(self, kind: str, row: tuple[Any, ...]) -> None:
         self.writer.append(kind, row)
 
-    def record_server_request(self, timings: server_recording.RequestRecord) -> None:
-        """The middleware's per-request ``recorder``: one SERVER_REQUESTS row."""
-        assert self._server_rows is not None, "this recording has no server_requests"
-        self._server_rows.append(
-            (
-                self.run_id,
-                self.process,
-                timings.client_id,
-                timings.request_id,
-                timings.operation,
-                timings.status,
-                timings.receive_ns - self.clock_offset_ns,
-                timings.queued_ns,
-                timings.pool_wait_ns,
-                timings.db_round_trip_ns,
-                timings.db_exec_ns,
-                timings.deserialize_ns,
-                timings.serialize_ns,
-                timings.total_ns,
-            )
-        )
+    def server_recorder(self) -> server_recording.Recorder:
+        """The middleware's per-request ``recorder``: a SERVER_REQUESTS row each.
+
+        It is the append of a buffer that keeps the ``RequestRecord`` as it is (the
+        record's fields are the row's, after run id and instance).
+        """
+        assert records.SERVER_REQUESTS in self.writer.buffers, "no server_requests here"
+        leading = (self.run_id, self.process)
+        rows = self.writer.add_buffer(records.SERVER_REQUESTS, leading, self.clock_offset_ns)
+        return rows.append
 
     def client_recorder(
         self, behaviour: str, counter: RequestCounter | None = None
     ) -> ClientRecorder:
         """A ``recorder`` for one ``courier.AsyncClient``, tagging rows with a behaviour."""
-        assert self._client_rows is not None, "this recording has no client_requests"
-        return ClientRecorder(
-            self._client_rows, self.run_id, self.process, behaviour, self.clock_offset_ns, counter
-        )
+        assert records.CLIENT_REQUESTS in self.writer.buffers, "no client_requests here"
+        rows = self._client_rows.get(behaviour)
+        if rows is None:  # one buffer per behaviour: its rows differ in the leading values
+            leading = (self.run_id, self.process, behaviour)
+            rows = self.writer.add_buffer(records.CLIENT_REQUESTS, leading, self.clock_offset_ns)
+            self._client_rows[behaviour] = rows
+        return ClientRecorder(rows, counter)
 
 
 class RequestCounter(Protocol):
@@ -159,23 +150,15 @@ class RequestCounter(Protocol):
 class ClientRecorder:
     """One client's ``recorder``: a CLIENT_REQUESTS row per call, and a request count.
 
-    The middleware records a LOGIN under the id it logs in, while the client library
-    records it before it knows that id (as 0); the login record is held back until
-    ``logged_in`` so both sides carry the same (client_id, request_id).
+    The rows are the ``CallRecord``s as they are, in the buffer of the client's
+    behaviour (the record's fields are the row's, after run id, process and
+    behaviour). The middleware records a LOGIN under the id it logs in, while the
+    client library records it before it knows that id (as 0); the login record is
+    held back until ``logged_in`` so both sides carry the same (client_id, request_id).
     """
 
-    def __init__(
-        self,
-        rows: recorder.RecordBuffer,
-        run_id: str,
-        process: str,
-        behaviour: str,
-        clock_offset_ns: int = 0,
-        counter: RequestCounter | None = None,
-    ) -> None:
+    def __init__(self, rows: recorder.RecordBuffer, counter: RequestCounter | None = None) -> None:
         self._append = rows.append
-        self._tags = (run_id, process, behaviour)
-        self._offset = clock_offset_ns
         self._counter = counter
         self._held: list[client_recording.CallRecord] = []
 
@@ -185,31 +168,10 @@ class ClientRecorder:
         if call.client_id == 0 and call.operation == LOGIN_OPERATION:
             self._held.append(call)
         else:
-            self._write(call)
+            self._append(call)
 
     def logged_in(self, client_id: int) -> None:
         """Write the held LOGIN record under the id it logged in."""
         held, self._held = self._held, []
         for call in held:
-            self._write(call._replace(client_id=client_id) if call.status == "OK" else call)
-
-    def _write(self, call: client_recording.CallRecord) -> None:
-        run_id, process, behaviour = self._tags
-        self._append(
-            (
-                run_id,
-                process,
-                behaviour,
-                call.server,
-                call.client_id,
-                call.request_id,
-                call.operation,
-                call.status,
-                call.start_ns - self._offset,
-                call.response_ns,
-                call.serialize_ns,
-                call.deserialize_ns,
-                call.bytes_sent,
-                call.bytes_received,
-            )
-        )
+            self._append(call._replace(client_id=client_id) if call.status == "OK" else call)

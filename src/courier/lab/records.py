@@ -98,6 +98,10 @@ FIELDS: dict[str, tuple[Field, ...]] = {
 }
 
 
+INSTANT_FIELDS = frozenset({"start_ns", "receive_ns", "ts_ns"})
+"""The fields that are instants (wall clock, corrected by the clock offset)."""
+
+
 def arrow_schema(kind: str) -> pa.Schema:
     """The Parquet schema of one record kind."""
     return pa.schema([pa.field(f.name, f.type, nullable=False) for f in FIELDS[kind]])

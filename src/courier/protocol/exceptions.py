@@ -26,7 +26,7 @@ class FramingError(errors.ProtocolError):
     """The byte stream cannot be cut into frames any more; the connection must close."""
 
 
-class UnsupportedVersion(FramingError):  # noqa: N818 (names match errors.py)
+class UnsupportedVersion(FramingError):
     """Unsupported protocol version."""
 
     def __init__(self, version: int) -> None:
@@ -36,7 +36,7 @@ class UnsupportedVersion(FramingError):  # noqa: N818 (names match errors.py)
         )
 
 
-class FrameTooLarge(FramingError):  # noqa: N818 (names match errors.py)
+class FrameTooLarge(FramingError):
     """Frame is too large."""
 
     def __init__(self, size: int, limit: int) -> None:

@@ -15,7 +15,8 @@ class RequestRecord(NamedTuple):
     """What one request cost the middleware; instants are wall clock, the rest durations.
 
     A named tuple, as it is built on every recorded request: a tenth of what a
-    frozen dataclass costs.
+    frozen dataclass costs. The fields are those of a SERVER_REQUESTS row after run
+    id and instance, in order, so the lab can keep the record as it is.
     """
 
     client_id: int  # 0 before login

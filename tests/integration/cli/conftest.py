@@ -1,4 +1,4 @@
-"""Fixtures for the CLI tests: the client tests' servers, and a way to run `courier`.
+"""Fixtures for the CLI tests: a way to run `courier` against the module's ``servers``.
 
 ``courier(*args, input=None, env=None)`` runs ``courier ARGS --servers <the test
 servers>`` and returns the CompletedProcess (text); ``env`` adds variables, and
@@ -9,20 +9,13 @@ the environment: no COURIER_* variables, XDG_DATA_HOME inside the test's tmp dir
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from integration.client.client_fixtures import (  # noqa: F401 (fixtures)
-    addresses,
-    module_dsn,
-    servers,
-    unique,
-)
-from integration.server.server_harness import COURIER, ServerProcess
+from helpers.servers import COURIER, ServerProcess, addresses, environment_without_settings
 
 
 class CourierCLI:
@@ -64,8 +57,8 @@ class CourierCLI:
 
 
 @pytest.fixture
-def courier(servers: list[ServerProcess], tmp_path: Path) -> Iterator[CourierCLI]:  # noqa: F811
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COURIER_")}
+def courier(servers: list[ServerProcess], tmp_path: Path) -> Iterator[CourierCLI]:
+    env = environment_without_settings()
     env["XDG_DATA_HOME"] = str(tmp_path / "data")
     cli = CourierCLI(addresses(servers), env)
     yield cli

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable
 from typing import Any
 
-from integration.client.client_fixtures import address
-from integration.server.server_harness import ServerProcess
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address
 
 Courier = Any  # conftest.CourierCLI
-Unique = Callable[[str], str]
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:

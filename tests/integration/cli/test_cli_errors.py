@@ -5,15 +5,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from integration.client.client_fixtures import address, closed_port_address
-from integration.server.server_harness import ServerProcess
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address, closed_port_address
 
 Courier = Any  # conftest.CourierCLI
-Unique = Callable[[str], str]
 
 
 def fails(result: subprocess.CompletedProcess[str], code: int, message: str) -> None:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import Any
 
+from helpers.names import Unique
+
 Courier = Any  # conftest.CourierCLI
-Unique = Callable[[str], str]
 
 
 def test_the_shell_runs_commands_and_survives_errors(courier: Courier, unique: Unique) -> None:

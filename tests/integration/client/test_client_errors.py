@@ -8,27 +8,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from client_harness import Connect, logged_in
 
 from courier import errors, protocol
 from courier.protocol.constants import HEADER
-from integration.client.client_fixtures import (
-    Connect,
-    StartServer,
-    address,
-    closed_port_address,
-)
-from integration.server.server_harness import ServerProcess
-
-Unique = Callable[[str], str]
+from helpers.names import Unique
+from helpers.servers import ServerProcess, StartServer, address, closed_port_address
 
 
 @pytest.fixture
 async def client(connect: Connect, servers: list[ServerProcess], unique: Unique) -> Any:
-    name = unique("alice")
-    anonymous = await connect(address(servers[0]))
-    await anonymous.register(name)
-    await anonymous.close()
-    return await connect(address(servers[0]), name=name)
+    return await logged_in(connect, servers[0], unique("alice"))
 
 
 async def test_queue_not_found_names_the_queue(client: Any) -> None:

@@ -8,24 +8,12 @@ import time
 from collections.abc import Callable
 
 import pytest
+from client_harness import Connect, open_client, register
 
 import courier
 from courier import errors
-from integration.client.client_fixtures import (
-    Connect,
-    StartServer,
-    address,
-    addresses,
-    closed_port_address,
-    open_client,
-)
-
-Unique = Callable[[str], str]
-
-
-async def register(server: str, name: str) -> int:
-    async with courier.AsyncClient.connect(server) as anonymous:
-        return (await anonymous.register(name)).id
+from helpers.names import Unique
+from helpers.servers import StartServer, address, addresses, closed_port_address
 
 
 async def test_a_killed_server_fails_the_call_in_flight_then_the_client_carries_on(

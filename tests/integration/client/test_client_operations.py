@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Any
 
 import pytest
+from client_harness import Connect, logged_in, register
 
 from courier import errors, models
-from integration.client.client_fixtures import Connect, address, addresses
-from integration.server.server_harness import ServerProcess
-
-Unique = Callable[[str], str]
-
-
-async def registered(connect: Connect, servers: list[ServerProcess], name: str) -> str:
-    anonymous = await connect(address(servers[0]))
-    await anonymous.register(name)
-    await anonymous.close()
-    return name
-
-
-async def logged_in(connect: Connect, servers: list[ServerProcess], name: str) -> Any:
-    """Register ``name`` and return a client logged in as it (on the first server)."""
-    return await connect(address(servers[0]), name=await registered(connect, servers, name))
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address, addresses
 
 
 async def test_register_then_log_in_by_name_or_id(
@@ -49,7 +34,7 @@ async def test_register_then_log_in_by_name_or_id(
 async def test_queue_lifecycle(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    client = await logged_in(connect, servers, unique("owner"))
+    client = await logged_in(connect, servers[0], unique("owner"))
     name = unique("jobs")
     created = await client.create_queue(name)
     assert (created.name, created.message_count) == (name, 0)
@@ -71,7 +56,7 @@ async def test_queue_lifecycle(
 async def test_send_to_several_queues_named_every_way(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    client = await logged_in(connect, servers, unique("fan"))
+    client = await logged_in(connect, servers[0], unique("fan"))
     by_name, by_id, by_value = [await client.create_queue(unique("q")) for _ in range(3)]
     ids = await client.send([by_name.name, by_id.id, by_value], "copy")
     assert len(set(ids)) == 3
@@ -84,7 +69,7 @@ async def test_send_to_several_queues_named_every_way(
 async def test_peek_leaves_the_message_pop_takes_it(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    client = await logged_in(connect, servers, unique("reader"))
+    client = await logged_in(connect, servers[0], unique("reader"))
     queue = await client.create_queue(unique("q"))
     (sent,) = await client.send(queue.name, "hello", priority=7, context=42)
     first, again = await client.peek(queue.name), await client.peek(queue.name)
@@ -99,7 +84,7 @@ async def test_peek_leaves_the_message_pop_takes_it(
 async def test_time_and_priority_order(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    client = await logged_in(connect, servers, unique("orderly"))
+    client = await logged_in(connect, servers[0], unique("orderly"))
     queue = await client.create_queue(unique("q"))
     for priority in (3, 9, 5, 9):
         await client.send(queue.id, f"p{priority}", priority=priority)
@@ -111,9 +96,9 @@ async def test_time_and_priority_order(
 async def test_receiver_and_sender_decide_who_reads(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    alice = await logged_in(connect, servers, unique("alice"))
-    bob = await logged_in(connect, servers, unique("bob"))
-    carol = await logged_in(connect, servers, unique("carol"))
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    bob = await logged_in(connect, servers[0], unique("bob"))
+    carol = await logged_in(connect, servers[0], unique("carol"))
     queue = await alice.create_queue(unique("q"))
     await alice.send(queue.id, "for bob", receiver=bob.client_id)
     await carol.send(queue.id, "from carol")
@@ -128,8 +113,8 @@ async def test_receiver_and_sender_decide_who_reads(
 async def test_queues_for_me_counts_what_i_may_read(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    alice = await logged_in(connect, servers, unique("alice"))
-    bob = await logged_in(connect, servers, unique("bob"))
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    bob = await logged_in(connect, servers[0], unique("bob"))
     first, second, elsewhere = [await alice.create_queue(unique("q")) for _ in range(3)]
     await alice.send([first, second], "to anyone")
     await alice.send(second, "to bob", receiver=bob.client_id)
@@ -142,10 +127,8 @@ async def test_queues_for_me_counts_what_i_may_read(
 async def test_receive_waits_for_a_message_or_times_out(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    waiter = await logged_in(connect, servers, unique("waiter"))
-    sender = await connect(
-        address(servers[1]), name=await registered(connect, servers, unique("s"))
-    )
+    waiter = await logged_in(connect, servers[0], unique("waiter"))
+    sender = await logged_in(connect, servers[1], unique("s"))
     queue = await waiter.create_queue(unique("q"))
 
     started = time.monotonic()
@@ -173,8 +156,8 @@ async def test_ping_and_clock_offset(connect: Connect, servers: list[ServerProce
 async def test_a_stale_cached_name_is_looked_up_again(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    alice = await logged_in(connect, servers, unique("alice"))
-    bob = await logged_in(connect, servers, unique("bob"))
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    bob = await logged_in(connect, servers[0], unique("bob"))
     name = unique("q")
     old = await alice.create_queue(name)
     await alice.send(name, "first")  # alice now caches name -> old.id
@@ -188,7 +171,8 @@ async def test_a_stale_cached_name_is_looked_up_again(
 async def test_close_logs_out_so_the_name_is_free_at_once(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    name = await registered(connect, servers, unique("again"))
+    name = unique("again")
+    await register(address(servers[0]), name)
     for _ in range(3):
         client = await connect(addresses(servers), name=name)
         assert client.name == name

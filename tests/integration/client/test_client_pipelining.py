@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+
+from client_harness import register
 
 import courier
-from integration.client.client_fixtures import address
-from integration.server.server_harness import ServerProcess
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address
 
 CALLS = 1000
 
 
 async def test_a_thousand_concurrent_calls_on_one_client(
-    servers: list[ServerProcess], unique: Callable[[str], str]
+    servers: list[ServerProcess], unique: Unique
 ) -> None:
     server = address(servers[0])
     name = unique("busy")
-    async with courier.AsyncClient.connect(server) as anonymous:
-        await anonymous.register(name)
+    await register(server, name)
     calls: list[courier.CallRecord] = []
     async with courier.AsyncClient.connect(server, name=name, recorder=calls.append) as client:
         queue = await client.create_queue(unique("q"))

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+
+from client_harness import register
 
 import courier
 from courier import protocol
-from integration.client.client_fixtures import address
-from integration.server.server_harness import ServerProcess
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address
 
 # From the frame layout in docs/protocol.md: a 12-byte header; PONG is a status byte
 # and an 8-byte server time.
@@ -16,13 +17,10 @@ PING_BYTES = 12
 PONG_BYTES = 12 + 1 + 8
 
 
-async def test_every_call_leaves_one_record(
-    servers: list[ServerProcess], unique: Callable[[str], str]
-) -> None:
+async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique: Unique) -> None:
     server = address(servers[1])
     name = unique("measured")
-    async with courier.AsyncClient.connect(server) as anonymous:
-        await anonymous.register(name)
+    await register(server, name)
 
     calls: list[courier.CallRecord] = []
     began = time.time_ns()

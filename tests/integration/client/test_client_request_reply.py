@@ -3,30 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import pytest
+from client_harness import Connect, logged_in
 
 from courier import errors
-from integration.client.client_fixtures import Connect, address
-from integration.server.server_harness import ServerProcess
-
-Unique = Callable[[str], str]
-
-
-async def client_on(connect: Connect, server: ServerProcess, name: str) -> Any:
-    anonymous = await connect(address(server))
-    await anonymous.register(name)
-    await anonymous.close()
-    return await connect(address(server), name=name)
+from helpers.names import Unique
+from helpers.servers import ServerProcess
 
 
 async def test_request_and_reply_across_two_servers(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    asker = await client_on(connect, servers[0], unique("asker"))
-    worker = await client_on(connect, servers[1], unique("worker"))
+    asker = await logged_in(connect, servers[0], unique("asker"))
+    worker = await logged_in(connect, servers[1], unique("worker"))
     queue = await asker.create_queue(unique("q"))
 
     async def serve_one() -> Any:
@@ -47,9 +38,9 @@ async def test_request_and_reply_across_two_servers(
 async def test_each_requester_gets_its_own_reply(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    first = await client_on(connect, servers[0], unique("first"))
-    second = await client_on(connect, servers[1], unique("second"))
-    worker = await client_on(connect, servers[1], unique("worker"))
+    first = await logged_in(connect, servers[0], unique("first"))
+    second = await logged_in(connect, servers[1], unique("second"))
+    worker = await logged_in(connect, servers[1], unique("worker"))
     queue = await worker.create_queue(unique("q"))
 
     async def serve_two_in_reverse() -> None:
@@ -68,7 +59,7 @@ async def test_each_requester_gets_its_own_reply(
 async def test_a_request_nobody_answers_times_out(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    asker = await client_on(connect, servers[0], unique("asker"))
+    asker = await logged_in(connect, servers[0], unique("asker"))
     queue = await asker.create_queue(unique("q"))
     with pytest.raises(errors.RequestTimeout, match=r"within 0\.2s"):
         await asker.request(queue, "hello?", timeout=0.2)
@@ -79,7 +70,7 @@ async def test_a_request_nobody_answers_times_out(
 async def test_only_a_request_can_be_replied_to(
     connect: Connect, servers: list[ServerProcess], unique: Unique
 ) -> None:
-    client = await client_on(connect, servers[0], unique("plain"))
+    client = await logged_in(connect, servers[0], unique("plain"))
     queue = await client.create_queue(unique("q"))
     await client.send(queue, "no context")
     message = await client.pop(queue)

@@ -1,9 +1,9 @@
-"""Fixtures for the console's API tests (helpers live in console_harness).
+"""Fixtures for the console's API tests (the harness is helpers.consoles).
 
     start_console(dsn=..., **settings)  a running console; stopped after the test
     console                             one on the test's ``dsn``
 
-Both use the shared ADMIN_TOKEN of console_harness.
+Both use the shared ADMIN_TOKEN of helpers.consoles.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
-from console_harness import RunningConsole, StartConsole, running_console
+
+from helpers.consoles import RunningConsole, StartConsole, running_console
 
 
 @pytest.fixture

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from console_harness import RunningConsole
 
 from courier import errors
 from courier.console import auth
 from courier.db import repository
+from helpers.consoles import RunningConsole
 
 BAD_TOKENS = [{}, {auth.HEADER: ""}, {auth.HEADER: "wrong"}]
 

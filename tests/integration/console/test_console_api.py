@@ -3,17 +3,17 @@ middleware servers: every number and list must match the script's own bookkeepin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from console_harness import RunningConsole, running_console
-from console_session import TRICKY_BODY, Expected, Script
 
-from integration.server.server_harness import ServerProcess
+from helpers.console_session import TRICKY_BODY, Expected, scripted_session
+from helpers.consoles import RunningConsole, running_console
+from helpers.servers import ServerProcess
 
 
 @dataclass
@@ -26,33 +26,12 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def module_dsn(databases: Any, template_database: str) -> Iterator[str]:
-    dsn: str = databases.create(template=template_database)
-    try:
-        yield dsn
-    finally:
-        databases.drop(dsn)
-
-
-@pytest.fixture(scope="module")
-async def session(
-    module_dsn: str, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Session]:
-    log_dir = tmp_path_factory.mktemp("console-servers")
-    servers = [ServerProcess(module_dsn, log_dir) for _ in range(2)]
-    script = Script([f"{host}:{port}" for host, port in (s.address for s in servers)])
-    try:
-        for server in servers:
-            await server.start()
-        started = datetime.now(UTC)
-        expected = await script.run()
+async def session(module_dsn: str, servers: list[ServerProcess]) -> AsyncIterator[Session]:
+    started = datetime.now(UTC)
+    async with scripted_session(servers) as expected:
         finished = datetime.now(UTC)
         async with running_console(module_dsn) as console:
             yield Session(console, expected, servers, started, finished)
-    finally:
-        await script.close()
-        for server in servers:
-            await server.stop()
 
 
 def ids(items: Any) -> list[int]:

@@ -2,7 +2,8 @@
 
 start_server(**options)  starts `courier serve` on the test's database (``dsn``)
                          with short heartbeat/ttl; options are serve flags
-                         (max_clients=2, ...); stopped with SIGTERM afterwards
+                         (max_clients=2, ..., or dsn= another database); stopped
+                         with SIGTERM afterwards
 server                   one started server
 connect(server)          a ``WireClient`` on it, closed afterwards
 """
@@ -13,22 +14,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from server_harness import Connect, ServerProcess, StartServer, WireClient
+from server_harness import Connect, WireClient
+
+from helpers.servers import ServerProcess, StartServer, starting_servers
 
 
 @pytest.fixture
 async def start_server(dsn: str, tmp_path: Path) -> AsyncIterator[StartServer]:
-    started: list[ServerProcess] = []
-
-    async def start(**options: object) -> ServerProcess:
-        database = str(options.pop("dsn", dsn))
-        server = ServerProcess(database, tmp_path, **options)
-        started.append(server)
-        return await server.start()
-
-    yield start
-    for server in started:
-        await server.stop()
+    async with starting_servers(dsn, tmp_path) as start:
+        yield start
 
 
 @pytest.fixture

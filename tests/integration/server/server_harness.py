@@ -1,4 +1,4 @@
-"""Real `courier serve` processes on free loopback ports, and a raw wire client.
+"""A raw wire client for the middleware tests (the servers come from helpers.servers).
 
 The client speaks the protocol package directly (no client library), so the tests
 see exactly the frames the server sends.
@@ -9,101 +9,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 
 from courier import errors, models, protocol
 from courier.protocol import frames
+from helpers.servers import ServerProcess
 
-COURIER = Path(sys.executable).with_name("courier")
-READY_LINE = "Courier middleware listening on"
-START_TIMEOUT = 20.0
-
-# The factory fixtures of conftest.py.
-StartServer = Callable[..., Awaitable["ServerProcess"]]
-Connect = Callable[["ServerProcess"], Awaitable["WireClient"]]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-class ServerProcess:
-    """One `courier serve` subprocess; its log goes to a file for the test to read."""
-
-    def __init__(self, dsn: str, log_dir: Path, **options: object) -> None:
-        self.port = free_port()
-        self.log_path = log_dir / f"serve-{self.port}.log"
-        args = [str(COURIER), "serve", "--dsn", dsn, "--port", str(self.port)]
-        options.setdefault("heartbeat_interval", 0.2)
-        options.setdefault("instance_ttl", 2.0)
-        for name, value in options.items():
-            flag = "--" + name.replace("_", "-")
-            args += [flag] if value is True else [flag, str(value)]
-        self.args = args
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def address(self) -> tuple[str, int]:
-        return ("127.0.0.1", self.port)
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    async def start(self) -> ServerProcess:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COURIER_")}
-        with self.log_path.open("wb") as log:
-            # Popen returns once the child is forked; it does not wait for it.
-            self.process = subprocess.Popen(  # noqa: ASYNC220
-                self.args, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while READY_LINE not in self.log:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"courier serve exited {self.process.returncode}:\n{self.log}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"courier serve did not start:\n{self.log}")
-            await asyncio.sleep(0.02)
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None
-        return self.process.pid
-
-    def signal(self, signum: int) -> None:
-        assert self.process is not None
-        self.process.send_signal(signum)
-
-    async def wait(self, timeout: float = 15.0) -> int:
-        assert self.process is not None
-        deadline = time.monotonic() + timeout
-        while self.process.poll() is None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"courier serve still running:\n{self.log}")
-            await asyncio.sleep(0.02)
-        return self.process.returncode
-
-    async def stop(self) -> None:
-        """SIGTERM, then SIGKILL if it does not exit in time."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.signal(signal.SIGTERM)
-        try:
-            await self.wait(10.0)
-        except TimeoutError:
-            self.process.kill()
-            self.process.wait()
+Connect = Callable[[ServerProcess], Awaitable["WireClient"]]
+"""The ``connect`` fixture of conftest.py."""
 
 
 class WireClient:

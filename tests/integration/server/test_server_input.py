@@ -5,11 +5,12 @@ from __future__ import annotations
 import asyncio
 import random
 
-from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new, raw_frame
+from server_harness import Connect, WireClient, log_in_new, raw_frame
 
 from courier import models, protocol
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess, StartServer
 
 TIME = models.Order.TIME
 

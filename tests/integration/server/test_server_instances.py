@@ -7,11 +7,12 @@ import signal
 import time
 
 import asyncpg
-from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new
+from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess, StartServer
 
 
 async def fetch(dsn: str, query: str) -> list[asyncpg.Record]:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 import asyncpg
-from server_harness import Connect, ServerProcess, log_in_new
+from server_harness import Connect, log_in_new
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess
 
 TIME = models.Order.TIME
 PRIORITY = models.Order.PRIORITY

@@ -7,11 +7,12 @@ import time
 import urllib.parse
 
 import asyncpg
-from server_harness import Connect, ServerProcess, WireClient, log_in_new
+from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess
 
 TIME = models.Order.TIME
 

@@ -6,13 +6,14 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-from server_harness import Connect, StartServer, WireClient, log_in_new
+from server_harness import Connect, WireClient, log_in_new
 
 from courier import config, models
 from courier.errors import Status
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
 from courier.server import app, handlers, recording
+from helpers.servers import StartServer
 
 
 @pytest.fixture

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new
+from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess, StartServer
 
 NEEDS_LOGIN: list[frames.Request] = [
     frames.Logout(),

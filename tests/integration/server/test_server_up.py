@@ -12,18 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from server_harness import COURIER
 
 import courier
 from courier.db import embedded
+from helpers.servers import COURIER, environment_without_settings, free_port
 
 
 def two_free_ports() -> int:
     """A port p such that p and p + 1 are both free on the loopback address."""
     for _ in range(50):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port: int = probe.getsockname()[1]
+        port = free_port()
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port + 1))
@@ -55,7 +53,7 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
     port = two_free_ports()
     a, b = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
     log = tmp_path / "up.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COURIER_")}
+    env = environment_without_settings()
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
     command = [str(COURIER), "up", "--middlewares", "2", "--port", str(port)]
     with log.open("wb") as output:
@@ -78,6 +76,8 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
                 with pytest.raises(courier.errors.ClientOnline):
                     second.login(name="visitor")
         assert f"--servers {a},{b}" in log.read_text()
+        # The console's admin token is shown once, and it is the one recorded.
+        assert log.read_text().count(state["admin_token"]) == 1
 
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 0, log.read_text()

@@ -6,11 +6,12 @@ import asyncio
 import time
 
 import asyncpg
-from server_harness import Connect, ServerProcess, StartServer, WireClient, log_in_new
+from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from helpers.servers import ServerProcess, StartServer
 
 TIME = models.Order.TIME
 LONG_MS = 20_000

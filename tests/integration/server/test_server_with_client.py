@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import signal
 
-from server_harness import StartServer
-
 import courier
+from helpers.servers import StartServer, address, addresses
 
 
 async def test_request_and_reply_across_two_middleware(start_server: StartServer) -> None:
     server_a, server_b = await start_server(), await start_server()
-    a, b = f"127.0.0.1:{server_a.port}", f"127.0.0.1:{server_b.port}"
+    a, b = address(server_a), address(server_b)
     async with courier.AsyncClient.connect(a) as setup:
         await setup.register("asker")
         await setup.register("worker")
@@ -37,17 +36,17 @@ async def test_request_and_reply_across_two_middleware(start_server: StartServer
 
 async def test_client_fails_over_when_its_middleware_stops(start_server: StartServer) -> None:
     server_a, server_b = await start_server(), await start_server()
-    servers = f"127.0.0.1:{server_a.port},127.0.0.1:{server_b.port}"
+    servers = addresses([server_a, server_b])
     async with courier.AsyncClient.connect(servers) as setup:
         await setup.register("mover")
         await setup.login(name="mover")
         await setup.create_queue("q")
     async with courier.AsyncClient.connect(servers, name="mover") as client:
-        assert client.server == f"127.0.0.1:{server_a.port}"
+        assert client.server == address(server_a)
         await client.send("q", "before")
         server_a.signal(signal.SIGTERM)
         assert await server_a.wait() == 0
         await client.send("q", "after")
-        assert client.server == f"127.0.0.1:{server_b.port}"
+        assert client.server == address(server_b)
         bodies = [(await client.pop("q")), (await client.pop("q"))]
         assert [m.body for m in bodies if m is not None] == ["before", "after"]

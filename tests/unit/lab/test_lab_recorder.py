@@ -11,9 +11,12 @@ import psutil
 import pyarrow.parquet as pq
 import pytest
 
+from courier.client import recording as client_recording
 from courier.lab import probes, recorder, records
+from courier.server import recording as server_recording
 
 GC_KIND = records.GC_PAUSES
+SETUP_CALL = ("127.0.0.1:7401", 0, 1, "register", "OK", 2_000, 9, 1, 1, 20, 30)
 
 
 def gc_row(n: int) -> tuple[object, ...]:
@@ -52,6 +55,46 @@ def test_a_row_of_the_wrong_width_is_refused() -> None:
     with pytest.raises(ValueError, match="6 values"):
         buffer.append(("r000", "proc"))
     assert len(buffer) == 0
+
+
+def test_the_hook_records_are_the_rows_after_their_leading_fields() -> None:
+    # The lab keeps each hook record as it is: its fields must be the row's, in order.
+    assert client_recording.CallRecord._fields == tuple(
+        records.field_names(records.CLIENT_REQUESTS)[3:]
+    )
+    assert server_recording.RequestRecord._fields == tuple(
+        records.field_names(records.SERVER_REQUESTS)[2:]
+    )
+
+
+def test_a_hook_buffer_adds_the_leading_values_and_corrects_the_instants() -> None:
+    buffer = recorder.RecordBuffer(records.SERVER_REQUESTS, ("r000", "127.0.0.1:7401"), 500)
+    for n in range(2):
+        buffer.append(
+            server_recording.RequestRecord(7, n, "send", "OK", 10_000 + n, 1, 2, 3, 4, 5, 6, 7)
+        )
+    table = buffer.take()
+    assert table is not None and table.schema == records.arrow_schema(records.SERVER_REQUESTS)
+    assert table.to_pylist()[1] == {
+        "run_id": "r000", "instance": "127.0.0.1:7401", "client_id": 7, "request_id": 1,
+        "operation": "send", "status": "OK", "receive_ns": 9_501, "queued_ns": 1,
+        "pool_wait_ns": 2, "db_round_trip_ns": 3, "db_exec_ns": 4, "deserialize_ns": 5,
+        "serialize_ns": 6, "total_ns": 7,
+    }  # fmt: skip
+
+
+def test_rows_of_every_buffer_of_a_kind_reach_its_file(tmp_path: Path) -> None:
+    writer = recorder.RecordWriter(tmp_path, "clients-0", [records.CLIENT_REQUESTS])
+    for behaviour in ("standard", "reader"):
+        rows = writer.add_buffer(records.CLIENT_REQUESTS, ("r000", "clients-0", behaviour), 5)
+        rows.append(
+            client_recording.CallRecord("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30)
+        )
+    writer.append(records.CLIENT_REQUESTS, ("r000", "clients-0", "setup", *SETUP_CALL))
+    rows = read_rows(writer.close())
+    assert sorted((row["behaviour"], row["start_ns"]) for row in rows) == [
+        ("reader", 1_000), ("setup", 2_000), ("standard", 1_000),
+    ]  # fmt: skip
 
 
 def test_close_writes_everything_to_kind_dir_process_n(tmp_path: Path) -> None:

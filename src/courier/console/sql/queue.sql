@@ -1,16 +1,5 @@
 -- One queue by id ($1), with its message count (capped at $2 + 1) and oldest message.
-SELECT q.id,
-       q.name,
-       q.created_at,
-       (SELECT count(*) FROM (SELECT 1 FROM courier_messages m
-                              WHERE m.queue_id = q.id LIMIT $2 + 1) AS n) AS messages,
-       oldest.created_at AS oldest_at,
-       extract(epoch FROM clock_timestamp() - oldest.created_at)::float8 AS oldest_age_s
-FROM courier_queues q
-LEFT JOIN LATERAL (  -- the first index entry at or after (queue, 0): one entry read
-    SELECT m.queue_id, m.created_at FROM courier_messages m
-    WHERE (m.queue_id, m.id) > (q.id, 0)
-    ORDER BY m.queue_id, m.id
-    LIMIT 1
-) AS oldest ON oldest.queue_id = q.id
-WHERE q.id = $1;
+WITH chosen AS (
+    SELECT q.*, $2::bigint AS count_cap FROM courier_queues q WHERE q.id = $1
+)
+-- include: _queue_rows.sql

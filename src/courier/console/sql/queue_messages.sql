@@ -9,13 +9,7 @@ WITH walk AS (
     WHERE (m.queue_id, m.id) > ($1, $2)
     ORDER BY m.queue_id, m.id
     LIMIT $3
+), chosen AS (
+    SELECT id FROM walk WHERE queue_id = $1
 )
-SELECT v.id, v.queue, v.queue_name, v.sender, v.sender_name, v.receiver, v.receiver_name,
-       v.context, v.priority, v.created_at,
-       extract(epoch FROM clock_timestamp() - v.created_at)::float8 AS age_s,
-       length(v.body) AS body_chars,
-       left(v.body, $4) AS body
-FROM walk
-JOIN courier_console_messages_v1 v ON v.id = walk.id
-WHERE walk.queue_id = $1
-ORDER BY v.id;
+-- include: _message_rows.sql

@@ -9,7 +9,7 @@ WITH examined AS (
     WHERE (m.queue_id, m.id) > ($1, $2)
     ORDER BY m.queue_id, m.id
     LIMIT $8
-), matched AS (
+), chosen AS (
     SELECT e.id FROM examined e
     WHERE e.queue_id = $1
       AND ($5::bigint IS NULL OR e.sender_id = $5)
@@ -18,11 +18,4 @@ WITH examined AS (
     ORDER BY e.id
     LIMIT $3
 )
-SELECT v.id, v.queue, v.queue_name, v.sender, v.sender_name, v.receiver, v.receiver_name,
-       v.context, v.priority, v.created_at,
-       extract(epoch FROM clock_timestamp() - v.created_at)::float8 AS age_s,
-       length(v.body) AS body_chars,
-       left(v.body, $4) AS body
-FROM matched
-JOIN courier_console_messages_v1 v ON v.id = matched.id
-ORDER BY v.id;
+-- include: _message_rows.sql

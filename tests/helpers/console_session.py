@@ -3,14 +3,18 @@
 The script runs through the real client library against real `courier serve`
 processes; ``Expected`` records every message the script stored and removed, so a
 test can compare the console's numbers with this bookkeeping and nothing else.
+``scripted_session(servers)`` runs it on two servers for the block.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import courier
 from courier import models
+from helpers.servers import ServerProcess, address
 
 TRICKY_BODY = 'job two <script>alert("x")</script> & <b>bold</b>\nsecond line'
 
@@ -115,3 +119,13 @@ class Script:
     async def close(self) -> None:
         for client in self.clients.values():
             await client.close()
+
+
+@contextlib.asynccontextmanager
+async def scripted_session(servers: list[ServerProcess]) -> AsyncIterator[Expected]:
+    """Runs the script on two servers; its clients stay logged in until the block ends."""
+    script = Script([address(server) for server in servers])
+    try:
+        yield await script.run()
+    finally:
+        await script.close()

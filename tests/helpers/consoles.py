@@ -1,5 +1,5 @@
 """A real console (uvicorn on a free loopback port) over a database, with an HTTP
-client for it; shared by the API and the browser tests."""
+client for it; shared by the console's API tests and the browser tests."""
 
 from __future__ import annotations
 
