@@ -1,8 +1,8 @@
 """Buffered Parquet recording, kept off the hot path.
 
 A ``RecordWriter`` belongs to one process. Recording a row appends it to an
-in-memory buffer (a few hundred nanoseconds); a background thread swaps the
-buffers out once per ``flush_interval``, turns the rows into columns and writes
+in-memory buffer (a deque append, tens of nanoseconds); a background thread takes
+the buffered rows once per ``flush_interval``, turns them into columns and writes
 each kind's rows as one row group to ``<run>/<kind>/<process>-<n>.parquet``. A
 file is written under a hidden name (``.<process>-<n>.parquet.partial``, which
 Spark skips) and renamed when it is complete: on close, and every
@@ -12,6 +12,7 @@ was writing.
 
 from __future__ import annotations
 
+import collections
 import os
 import re
 import threading
@@ -39,18 +40,18 @@ def file_stem(process: str) -> str:
 class RecordBuffer:
     """Rows of one record kind, held in memory until the writer takes them.
 
-    ``append`` is one list append under a lock (about 0.2 us); the background thread
-    turns the rows it takes into Arrow columns in one call (as a struct array: half
-    the cost of transposing them in Python first). ``append`` may be called from any
-    thread (the GC callback runs in whichever thread triggered a collection); the lock
-    is re-entrant, and nothing is allocated while it is held, so a collection can
-    never deadlock on it.
+    The rows wait in a deque: its ``append`` and ``popleft`` are atomic, so rows may
+    be added from any thread (the GC callback runs in whichever thread triggered a
+    collection) while the writer's thread takes them, with no lock. The writer's
+    thread turns the rows it takes into Arrow columns in one call (as a struct array:
+    half the cost of transposing them in Python first).
 
-    The request hooks append their records as they come (a ``CallRecord`` or
+    The request hooks hand over their records as they come (a ``CallRecord`` or
     ``RequestRecord`` holds the kind's fields after the first few): such a buffer is
     given the ``leading`` values, the same for all its rows (run id, process, ...),
     and the ``clock_offset_ns`` to subtract from its rows' instants. Both are applied
-    to whole columns when the rows are taken, so a request costs one append.
+    to whole columns when the rows are taken, so a request costs little more than
+    one deque append (``append_record``).
     """
 
     def __init__(self, kind: str, leading: tuple[Any, ...] = (), clock_offset_ns: int = 0) -> None:
@@ -62,27 +63,34 @@ class RecordBuffer:
         self._width = len(appended)
         self._row_type = pa.struct(appended)
         self._instants = [n for n, f in enumerate(appended) if f.name in records.INSTANT_FIELDS]
-        self._lock = threading.RLock()
-        self._rows: list[tuple[Any, ...]] = []
+        self._rows: collections.deque[tuple[Any, ...]] = collections.deque()
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add one row; values in the order of ``records.FIELDS[kind]``, after the
         leading ones."""
         if len(row) != self._width:
             raise ValueError(f"{self.kind} rows have {self._width} values, got {len(row)}")
-        with self._lock:
-            self._rows.append(row)
+        self._rows.append(row)
+
+    def append_record(self, record: tuple[Any, ...]) -> None:
+        """Add a hook's record, a named tuple whose type fixes its width: unchecked.
+
+        It is kept as a plain tuple. The garbage collector stops tracking a plain
+        tuple of plain values at its first collection, but never a named tuple:
+        thousands of those waiting here would be traversed by every collection.
+        """
+        self._rows.append(tuple(record))
 
     def __len__(self) -> int:
         return len(self._rows)
 
     def take(self) -> pa.Table | None:
-        """Swap the buffered rows out and return them as a table (None when empty)."""
-        fresh: list[tuple[Any, ...]] = []
-        with self._lock:
-            taken, self._rows = self._rows, fresh
-        if not taken:
-            return None
+        """Take the buffered rows out and return them as a table (None when empty)."""
+        waiting = self._rows
+        taken = [waiting.popleft() for _ in range(len(waiting))]
+        return self._table(taken) if taken else None
+
+    def _table(self, taken: list[tuple[Any, ...]]) -> pa.Table:
         rows = cast(pa.StructArray, pa.array(taken, type=self._row_type))
         columns: list[pa.Array[Any]] = rows.flatten()
         if self.clock_offset_ns:
@@ -135,7 +143,16 @@ class _KindFile:
     def _open(self) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         self._final, self._partial = self._claim_name()
-        self._writer = pq.ParquetWriter(self._partial, self.schema, compression="snappy")
+        # Dictionaries only for the text columns, whose values repeat: for the numbers,
+        # nearly all distinct, building one would triple the cost of a write. (The
+        # stubs know only a bool; pyarrow documents a list of column names too.)
+        text = [field.name for field in self.schema if field.type == pa.string()]
+        self._writer = pq.ParquetWriter(
+            self._partial,
+            self.schema,
+            compression="snappy",
+            use_dictionary=text,  # type: ignore[arg-type]
+        )
         self._opened_at = time.monotonic()
 
     def _claim_name(self) -> tuple[Path, Path]:
