@@ -14,8 +14,9 @@ decode); then ``bytes_received`` and
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from typing import NamedTuple, TypeAlias
+from typing import Any, NamedTuple, TypeAlias
 
 from courier import errors
 
@@ -56,6 +57,12 @@ class CallRecord(NamedTuple):
 
 
 Recorder: TypeAlias = Callable[[CallRecord], None]
+
+new_call_record: Callable[[tuple[Any, ...]], CallRecord] = functools.partial(
+    tuple.__new__, CallRecord
+)
+"""A ``CallRecord`` from a tuple of its values, for the hot path: a third of the cost
+of ``CallRecord(...)``, whose generated ``__new__`` is a Python call."""
 
 
 def local_status(exc: errors.CourierError) -> str:

@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from courier import errors, models, protocol
 from courier.client import connection, recording
-from courier.protocol import constants, names
+from courier.protocol import constants, frames, names
 
 ReplyT = TypeVar("ReplyT", bound=protocol.Reply)
 
@@ -29,6 +29,9 @@ RETRY_PAUSE = 0.2
 """Seconds between rounds over the server list while failing over."""
 
 LOGOUT_TIMEOUT = 2.0
+
+# The operation name a call's record carries, by request type: one dict lookup a call.
+_OPERATIONS = {kind: names.OPERATIONS[opcode] for kind, opcode in frames.OPCODES.items()}
 
 
 class Session:
@@ -190,7 +193,7 @@ class Session:
         except errors.CourierError as exc:
             if self.recorder is not None:
                 failed = recording.CallRecord(
-                    link.label, self._client_id(), request_id, _operation(request),
+                    link.label, self._client_id(), request_id, _OPERATIONS[type(request)],
                     recording.local_status(exc), start_ns, time.perf_counter_ns() - started,
                     serialize_ns, 0, len(frame), 0,
                 )  # fmt: skip
@@ -198,11 +201,12 @@ class Session:
             raise
         reply = arrival.reply
         if self.recorder is not None:
-            done = recording.CallRecord(
-                link.label, self._client_id(), request_id, _operation(request), _status(reply),
+            status = names.STATUSES[reply.status] if type(reply) is protocol.ErrorReply else "OK"
+            done = recording.new_call_record((
+                link.label, self._client_id(), request_id, _OPERATIONS[type(request)], status,
                 start_ns, arrival.decoded_at_ns - started, serialize_ns,
                 arrival.deserialize_ns, len(frame), arrival.size,
-            )  # fmt: skip
+            ))  # fmt: skip
             self.recorder(done)
         return _expect(reply, expected)
 
@@ -217,14 +221,6 @@ def _reply_type(request: protocol.Request) -> type[protocol.Reply]:
 def _online_message(server: str, login: protocol.Request) -> str:
     who = login.name or login.client_id if isinstance(login, protocol.Login) else "?"
     return f"{server}: client {who!r} is already online"
-
-
-def _operation(request: protocol.Request) -> str:
-    return names.OPERATIONS[protocol.opcode_of(request)]
-
-
-def _status(reply: protocol.Reply) -> str:
-    return names.STATUSES[reply.status] if isinstance(reply, protocol.ErrorReply) else "OK"
 
 
 def _expect(reply: protocol.Reply, expected: type[ReplyT]) -> ReplyT:

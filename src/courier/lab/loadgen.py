@@ -59,11 +59,29 @@ class ProcessPlan:
 
 
 @dataclass(frozen=True, slots=True)
-class Go:
-    """The runner's start signal: wall-clock start instant and run length."""
+class Window:
+    """A stretch of wall-clock time to drive the clients in."""
 
     start_ns: int
     duration_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Go:
+    """The runner's start signal: wall-clock start instant and run length.
+
+    ``later`` windows, each after the one before, make the clients drive again after
+    a pause: interleaving the windows of two systems puts both under the same
+    conditions of the host (the recording benchmark does that).
+    """
+
+    start_ns: int
+    duration_s: float
+    later: tuple[Window, ...] = ()
+
+    @property
+    def windows(self) -> tuple[Window, ...]:
+        return (Window(self.start_ns, self.duration_s), *self.later)
 
 
 @dataclass(slots=True)
@@ -75,6 +93,8 @@ class ProcessResult:
     errors: int = 0
     last_error: str = ""
     cpu_s: float = 0.0  # CPU time of this process while it drove the load
+    window_iterations: list[int] = field(default_factory=list)  # per window of the Go
+    window_busy_s: list[float] = field(default_factory=list)  # start to last iteration's end
     files: list[Path] = field(default_factory=list)
 
 
@@ -125,7 +145,7 @@ async def run_process(plan: ProcessPlan, ready: Callable[[], Awaitable[Go]]) -> 
         await asyncio.gather(*(_setup(each) for each in running))
         go = await ready()
         cpu_before = time.process_time()
-        await _drive_all(plan, running, go)
+        await _drive_all(plan, running, go, result)
         result.cpu_s = time.process_time() - cpu_before
     finally:
         await asyncio.gather(*(each.client.close() for each in running), return_exceptions=True)
@@ -168,10 +188,23 @@ async def _setup(running: RunningClient) -> None:
         await setup(running.context)
 
 
-async def _drive_all(plan: ProcessPlan, running: list[RunningClient], go: Go) -> None:
-    await asyncio.sleep(max(0.0, (go.start_ns - time.time_ns()) / 1e9))
+async def _drive_all(
+    plan: ProcessPlan, running: list[RunningClient], go: Go, result: ProcessResult
+) -> None:
+    """Drive every client in each window of ``go``, noting what each window did."""
+    for window in go.windows:
+        before = sum(each.tally.iterations for each in running)
+        await _drive_window(plan, running, window)
+        result.window_busy_s.append((time.time_ns() - window.start_ns) / 1e9)
+        result.window_iterations.append(sum(each.tally.iterations for each in running) - before)
+
+
+async def _drive_window(plan: ProcessPlan, running: list[RunningClient], window: Window) -> None:
+    await asyncio.sleep(max(0.0, (window.start_ns - time.time_ns()) / 1e9))
+    # The window ends at its wall-clock instant, however late the sleep woke.
+    end_ns = window.start_ns + int(window.duration_s * 1e9)
     pacing = driver.Pacing(
-        stop_at=time.monotonic() + go.duration_s,
+        stop_at=time.monotonic() + (end_ns - time.time_ns()) / 1e9,
         request_limit=plan.request_limit,
         think_time_s=plan.think_time_s,
         rate=plan.rate,

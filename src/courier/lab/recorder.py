@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,12 +46,14 @@ class RecordBuffer:
     thread turns the rows it takes into Arrow columns in one call (as a struct array:
     half the cost of transposing them in Python first).
 
-    The request hooks hand over their records as they come (a ``CallRecord`` or
-    ``RequestRecord`` holds the kind's fields after the first few): such a buffer is
+    The request hooks hand over their records as they come (a ``CallRecord`` or a
+    ``RequestRow`` holds the kind's fields after the first few): such a buffer is
     given the ``leading`` values, the same for all its rows (run id, process, ...),
     and the ``clock_offset_ns`` to subtract from its rows' instants. Both are applied
-    to whole columns when the rows are taken, so a request costs little more than
-    one deque append (``append_record``).
+    to whole columns when the rows are taken, so a request costs one deque append
+    (``append_unchecked``). Rows should be plain tuples: the garbage collector stops
+    tracking a plain tuple of plain values at its first collection, but never a named
+    tuple, and thousands of those waiting here would be traversed by every collection.
     """
 
     def __init__(self, kind: str, leading: tuple[Any, ...] = (), clock_offset_ns: int = 0) -> None:
@@ -64,6 +66,8 @@ class RecordBuffer:
         self._row_type = pa.struct(appended)
         self._instants = [n for n, f in enumerate(appended) if f.name in records.INSTANT_FIELDS]
         self._rows: collections.deque[tuple[Any, ...]] = collections.deque()
+        self.append_unchecked: Callable[[tuple[Any, ...]], None] = self._rows.append
+        """Add a hook's row, whose type fixes its width: no check, a single C call."""
 
     def append(self, row: tuple[Any, ...]) -> None:
         """Add one row; values in the order of ``records.FIELDS[kind]``, after the
@@ -71,15 +75,6 @@ class RecordBuffer:
         if len(row) != self._width:
             raise ValueError(f"{self.kind} rows have {self._width} values, got {len(row)}")
         self._rows.append(row)
-
-    def append_record(self, record: tuple[Any, ...]) -> None:
-        """Add a hook's record, a named tuple whose type fixes its width: unchecked.
-
-        It is kept as a plain tuple. The garbage collector stops tracking a plain
-        tuple of plain values at its first collection, but never a named tuple:
-        thousands of those waiting here would be traversed by every collection.
-        """
-        self._rows.append(tuple(record))
 
     def __len__(self) -> int:
         return len(self._rows)

@@ -17,6 +17,7 @@ clock (zero on the runner's host; see docs/measurements.md, "Clock alignment").
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -94,6 +95,12 @@ class ProcessRecording:
             self.sampler.start()
         if records.GC_PAUSES in self.writer.buffers:
             self.gc_pauses.install()
+        # Unrecorded, a serving process frees what it allocates and the collector
+        # hardly runs; the rows held here until each flush make it run. Spare those
+        # collections the objects that already live for good (modules, pyarrow's
+        # tables, the process's start-up state): a full one would otherwise stall
+        # the process for tens of milliseconds. close() gives them back.
+        gc.freeze()
         return self
 
     def close(self) -> list[Path]:
@@ -103,6 +110,7 @@ class ProcessRecording:
         self._closed = True
         self.gc_pauses.uninstall()
         self.sampler.stop()
+        gc.unfreeze()
         return self.writer.close()
 
     def __enter__(self) -> ProcessRecording:
@@ -122,13 +130,13 @@ class ProcessRecording:
     def server_recorder(self) -> server_recording.Recorder:
         """The middleware's per-request ``recorder``: a SERVER_REQUESTS row each.
 
-        It keeps the ``RequestRecord`` as it is (the record's fields are the row's,
-        after run id and instance): about a tenth of a microsecond per request.
+        It keeps the ``RequestRow`` as it is (its values are the row's, after run id
+        and instance): one deque append per request.
         """
         assert records.SERVER_REQUESTS in self.writer.buffers, "no server_requests here"
         leading = (self.run_id, self.process)
         rows = self.writer.add_buffer(records.SERVER_REQUESTS, leading, self.clock_offset_ns)
-        return rows.append_record
+        return rows.append_unchecked
 
     def client_recorder(
         self, behaviour: str, counter: RequestCounter | None = None
@@ -158,7 +166,7 @@ class ClientRecorder:
     """
 
     def __init__(self, rows: recorder.RecordBuffer, counter: RequestCounter | None = None) -> None:
-        self._append = rows.append_record
+        self._append = rows.append_unchecked
         self._counter = counter
         self._held: list[client_recording.CallRecord] = []
 
@@ -168,10 +176,10 @@ class ClientRecorder:
         if call.client_id == 0 and call.operation == LOGIN_OPERATION:
             self._held.append(call)
         else:
-            self._append(call)
+            self._append(tuple(call))  # plain: see RecordBuffer
 
     def logged_in(self, client_id: int) -> None:
         """Write the held LOGIN record under the id it logged in."""
         held, self._held = self._held, []
         for call in held:
-            self._append(call._replace(client_id=client_id) if call.status == "OK" else call)
+            self._append(tuple(call._replace(client_id=client_id) if call.status == "OK" else call))

@@ -184,24 +184,25 @@ class Connection:
     ) -> None:
         """Hand the recorder what the request cost and the status actually sent."""
         assert self._recorder is not None and timing is not None
-        raw = request.raw
+        raw, arrived_ns = request.raw, request.arrived_ns
+        client = request.session.client or self.session.client  # LOGIN: the new session
         status = names.STATUSES[sent.status] if isinstance(sent, frames.ErrorReply) else "OK"
-        record = recording.RequestRecord(
-            request.session.client_id or self.session.client_id,
+        row: recording.RequestRow = (
+            client.id if client is not None else 0,
             raw.request_id,
             names.OPERATIONS[raw.opcode],
             status,
             request.wall_ns,  # receive_ns
-            started_ns - request.arrived_ns,  # queued_ns
+            started_ns - arrived_ns,  # queued_ns
             timing.pool_wait_ns,
             timing.round_trip_ns,
             timing.exec_ns,
             parsed_ns - started_ns,  # deserialize_ns
             written_ns - encode_ns,  # serialize_ns
-            written_ns - request.arrived_ns,  # total_ns
+            written_ns - arrived_ns,  # total_ns
         )
         try:
-            self._recorder(record)
+            self._recorder(row)
         except Exception:
             log.exception("the request recorder failed")
 

@@ -20,7 +20,9 @@ from helpers.servers import StartServer
 async def recorded(dsn: str) -> AsyncIterator[tuple[WireClient, list[recording.RequestRecord]]]:
     records: list[recording.RequestRecord] = []
     settings = config.ServerSettings(dsn=dsn, port=0, heartbeat_interval=0.2, instance_ttl=2)
-    server = app.Server(settings, recorder=records.append)
+    server = app.Server(
+        settings, recorder=lambda row: records.append(recording.RequestRecord._make(row))
+    )
     host, _, port = (await server.start()).rpartition(":")
     client = await WireClient.connect((host, int(port)))
     try:

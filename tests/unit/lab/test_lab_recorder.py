@@ -58,7 +58,7 @@ def test_a_row_of_the_wrong_width_is_refused() -> None:
 
 
 def test_the_hook_records_are_the_rows_after_their_leading_fields() -> None:
-    # The lab keeps each hook record as it is: its fields must be the row's, in order.
+    # The lab keeps each hook's record as it is: its fields must be the row's, in order.
     assert client_recording.CallRecord._fields == tuple(
         records.field_names(records.CLIENT_REQUESTS)[3:]
     )
@@ -70,9 +70,7 @@ def test_the_hook_records_are_the_rows_after_their_leading_fields() -> None:
 def test_a_hook_buffer_adds_the_leading_values_and_corrects_the_instants() -> None:
     buffer = recorder.RecordBuffer(records.SERVER_REQUESTS, ("r000", "127.0.0.1:7401"), 500)
     for n in range(2):
-        buffer.append(
-            server_recording.RequestRecord(7, n, "send", "OK", 10_000 + n, 1, 2, 3, 4, 5, 6, 7)
-        )
+        buffer.append_unchecked((7, n, "send", "OK", 10_000 + n, 1, 2, 3, 4, 5, 6, 7))
     table = buffer.take()
     assert table is not None and table.schema == records.arrow_schema(records.SERVER_REQUESTS)
     assert table.to_pylist()[1] == {
