@@ -158,11 +158,12 @@ class RequestCounter(Protocol):
 class ClientRecorder:
     """One client's ``recorder``: a CLIENT_REQUESTS row per call, and a request count.
 
-    The rows are the ``CallRecord``s as they are, in the buffer of the client's
-    behaviour (the record's fields are the row's, after run id, process and
-    behaviour). The middleware records a LOGIN under the id it logs in, while the
-    client library records it before it knows that id (as 0); the login record is
-    held back until ``logged_in`` so both sides carry the same (client_id, request_id).
+    The rows are the ``CallRecord``s' values as plain tuples (see ``RecordBuffer``),
+    in the buffer of the client's behaviour (the record's fields are the row's, after
+    run id, process and behaviour). The middleware records a LOGIN under the id it
+    logs in, while the client library records it before it knows that id (as 0); the
+    login record is held back until ``logged_in`` so both sides carry the same
+    (client_id, request_id).
     """
 
     def __init__(self, rows: recorder.RecordBuffer, counter: RequestCounter | None = None) -> None:
