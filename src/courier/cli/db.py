@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import asyncpg
 import click
 
 from courier.db import embedded, schema
@@ -112,7 +111,7 @@ def migrate(dsn: str | None, data_dir: Path | None) -> None:
     target = dsn or _running_embedded_dsn(data_dir)
     try:
         applied = asyncio.run(schema.migrate(target))
-    except (OSError, asyncpg.PostgresError, schema.MigrationError) as exc:
+    except schema.FAILURES as exc:
         raise click.ClickException(f"migration failed: {exc}") from exc
     for name in applied:
         click.echo(f"applied {name}")

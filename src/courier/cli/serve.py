@@ -70,6 +70,12 @@ def local_dsn(data_dir: Path) -> str | None:
 )
 @click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
 @click.option(
+    "--batching/--no-batching",
+    default=DEFAULTS.batching,
+    show_default=True,
+    help="Coalesce sends and pops that arrive together into one database call each.",
+)
+@click.option(
     "--record-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -87,6 +93,7 @@ def serve(
     heartbeat_interval: float,
     instance_ttl: float,
     mock: bool,
+    batching: bool,
     record_dir: Path | None,
     run_id: str,
     log_level: str,
@@ -107,6 +114,7 @@ def serve(
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,
         mock=mock,
+        batching=batching,
         record_dir=record_dir,
         run_id=run_id,
     )

@@ -58,6 +58,11 @@ def translate(exc: BaseException) -> errors.CourierError:
     return errors.InternalError(f"database error: {exc}")
 
 
+def is_outage(exc: BaseException) -> bool:
+    """Whether a failure means the database is out of reach rather than a bug."""
+    return isinstance(exc, (errors.Unavailable, *_OUTAGES)) or _is_closed_connection(exc)
+
+
 def check_status(status: int, message: str | None = None) -> None:
     """Raise the exception for a non-OK ``status`` result column."""
     if status != errors.Status.OK:

@@ -192,6 +192,8 @@ class EmbeddedPostgres:
             f"port = {port}",
             "unix_socket_directories = ''",
             "max_connections = 300",
+            # The messages table churns; vacuum finds its dead rows within seconds.
+            "autovacuum_naptime = 5s",
         ]
         if not self.durable:
             lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]

@@ -14,12 +14,12 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
 from courier import config, errors, models
-from courier.db import _translate
+from courier.db import _translate, pools
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
@@ -55,7 +55,8 @@ class Repository:
         return cls(opened, limits)
 
     async def close(self) -> None:
-        await self.pool.close()
+        """Close gracefully, or terminate if connections do not come back in time."""
+        await pools.close_pool(self.pool)
 
     # -- clients ---------------------------------------------------------------
     async def register_client(
@@ -195,6 +196,40 @@ class Repository:
         )  # fmt: skip
         return _message(row)
 
+    async def send_many(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
+        """Store a batch of sends in one call and one commit. Each request gets its ids
+        or its own error; a bad request stores nothing and fails no other."""
+        copies = [(n, queue_id) for n, send in enumerate(sends, 1) for queue_id in send.queue_ids]
+        rows = await self._call_many(
+            "courier_send_batch_v1($1, $2, $3, $4, $5, $6, $7, $8)",
+            [send.sender_id for send in sends],
+            [send.body for send in sends],
+            [send.receiver for send in sends],
+            [send.priority for send in sends],
+            [send.context for send in sends],
+            [n for n, _ in copies],
+            [queue_id for _, queue_id in copies],
+            self.limits.max_body_bytes,
+        )  # fmt: skip
+        return BatchOutcome(
+            [_outcome(row, list(row["message_ids"] or ())) for row in rows], _exec_ns(rows)
+        )
+
+    async def pop_many(
+        self, queue_id: int, order: models.Order, reader_ids: Sequence[int]
+    ) -> BatchOutcome[models.Message]:
+        """One pop per reader from one queue, in one call and one commit; each gets a
+        message, QueueEmpty, or the queue's error."""
+        rows = await self._call_many(
+            "courier_pop_batch_v1($1, $2, $3)", queue_id, str(order), list(reader_ids)
+        )
+        answers: list[models.Message | errors.CourierError] = [_MISSING] * len(reader_ids)
+        for row in rows:
+            answers[row["request"] - 1] = _outcome(row, row) if row["status"] else _message(row)
+        if any(answer is _MISSING for answer in answers):
+            raise errors.InternalError("the database left a pop of the batch unanswered")
+        return BatchOutcome(answers, _exec_ns(rows))
+
     async def pop_response(
         self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
     ) -> models.Message:
@@ -232,6 +267,15 @@ class Repository:
             _translate.check_status(status)
         return row
 
+    async def _call_many(self, function_call: str, *args: Any) -> list[Any]:
+        """Run ``SELECT * FROM <function_call>`` for a batch; translate failures."""
+        try:
+            async with self.pool.acquire() as connection:
+                rows: list[Any] = await connection.fetch(f"SELECT * FROM {function_call}", *args)
+        except _translate.TRANSLATED as exc:
+            raise _translate.translate(exc) from exc
+        return rows
+
     def _check_message(self, body: str, priority: int) -> None:
         """Cheap checks before the round trip; the stored function repeats them."""
         size = len(body.encode("utf-8", errors="surrogatepass"))
@@ -239,6 +283,46 @@ class Repository:
             raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
         if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
             raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    """One send as the batched path takes it (the arguments of ``Repository.send``)."""
+
+    sender_id: int
+    queue_ids: Sequence[int]
+    body: str
+    receiver: int | None = None
+    priority: int = models.DEFAULT_PRIORITY
+    context: int | None = None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOutcome(Generic[T]):
+    """What a batched call answered: per request a result or its error, and the time
+    the database spent on the whole batch."""
+
+    answers: list[T | errors.CourierError]
+    exec_ns: int
+
+
+_MISSING: Any = object()
+
+
+def _outcome(row: Any, result: T) -> T | errors.CourierError:
+    status = row["status"]
+    if not status:
+        return result
+    if status == errors.Status.PAYLOAD_TOO_LARGE:
+        return errors.PayloadTooLarge(row["message"])
+    return errors.for_status(status, row["message"])
+
+
+def _exec_ns(rows: list[Any]) -> int:
+    return max((row["exec_ns"] for row in rows), default=0)
 
 
 def _id_or_name(key: int | str) -> tuple[int | None, str | None]:

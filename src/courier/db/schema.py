@@ -28,6 +28,15 @@ class MigrationError(RuntimeError):
     """The schema cannot be installed on this server."""
 
 
+FAILURES: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    MigrationError,
+)
+"""What ``migrate`` may raise when the target refuses or cannot be reached."""
+
+
 def migration_files() -> list[Path]:
     """Every migration, in the order it must be applied."""
     return sorted(MIGRATIONS_DIR.glob("*.sql"))

@@ -11,18 +11,16 @@ import asyncio
 import logging
 import signal
 
-import asyncpg
 import uvloop
 
 from courier import config
-from courier.db import repository
+from courier.db import batching, listen, pools, repository
 from courier.lab import mock
 from courier.server import (
     backend,
     connection,
     handlers,
     listener,
-    notify,
     recording,
     registry,
     waiters,
@@ -49,8 +47,8 @@ class Server:
             connection.ConnectionSettings(frame_limit, recorder), settings.max_clients
         )
         self._waiters = waiters.Waiters()
-        self._pool: asyncpg.Pool | None = None
-        self._notifier: notify.NotificationListener | None = None
+        self._repo: repository.Repository | None = None
+        self._notifier: listen.NotificationListener | None = None
         self._registry: registry.InstanceRegistry | None = None
         self._services: handlers.Services | None = None
         self.address = ""
@@ -70,10 +68,14 @@ class Server:
         return self.address
 
     async def _open_database(self) -> repository.Repository:
-        self._pool = await backend.open_pool(self.settings.dsn, self.settings.pool)
-        self._notifier = notify.NotificationListener(self.settings.dsn, self._waiters)
+        settings = self.settings
+        kind = batching.BatchedRepository if settings.batching else repository.Repository
+        self._repo = kind(await pools.open_pool(settings.dsn, settings.pool), settings.limits)
+        self._notifier = listen.NotificationListener(
+            settings.dsn, self._waiters.notify_payload, self._waiters.wake_all
+        )
         await self._notifier.start()
-        return repository.Repository(self._pool, self.settings.limits)
+        return self._repo
 
     async def _register(self, store: backend.InstanceStore) -> int:
         settings = self.settings
@@ -100,8 +102,8 @@ class Server:
                 log.warning("could not unregister the instance: %s", exc)
         if self._notifier is not None:
             await self._notifier.close()
-        if self._pool is not None:
-            await backend.close_pool(self._pool)
+        if self._repo is not None:
+            await self._repo.close()
 
 
 async def serve(

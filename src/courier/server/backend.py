@@ -1,28 +1,23 @@
 """The narrow boundary between handlers and storage: typed request in, typed result out.
 
 ``Backend`` is the part of the repository's method set that handlers use, as a
-protocol, so the real ``courier.db.repository.Repository``, the fixed-answer
-``courier.lab.mock.MockBackend`` (`courier serve --mock`) and a later batching layer
-are interchangeable. ``InstanceStore`` is what the instance registry needs. This
-module also opens the asyncpg pool and decides which failures mean "the database is
-out of reach" (UNAVAILABLE).
+protocol, so the batching ``courier.db.batching.BatchedRepository``, the plain
+``courier.db.repository.Repository`` and the fixed-answer
+``courier.lab.mock.MockBackend`` (`courier serve --mock`) are interchangeable.
+``InstanceStore`` is what the instance registry needs. The database driver stays
+behind this boundary: storage translates its failures into courier.errors, and a
+database out of reach arrives here as Unavailable.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-import asyncpg
-
-from courier import config, errors, models
+from courier import errors, models
 from courier.db import repository
 
 Timing = repository.Timing
-
-CONNECT_TIMEOUT = 5.0
-"""Seconds to open one database connection; past it the request gets UNAVAILABLE."""
 
 
 class Backend(Protocol):
@@ -102,68 +97,6 @@ class InstanceStore(Protocol):
     ) -> None: ...
 
 
-# Driver failures that say nothing about the request and everything about the link:
-# lost or refused connections, a server shutting down, no connection slots left.
-OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.exceptions.OperatorInterventionError,
-    asyncpg.exceptions.InsufficientResourcesError,
-    asyncpg.exceptions.ConnectionDoesNotExistError,
-)
-
-
 def is_outage(exc: BaseException) -> bool:
     """Whether a failure means the database is out of reach rather than a bug."""
-    if isinstance(exc, (errors.Unavailable, *OUTAGE_ERRORS)):
-        return True
-    message = str(exc)
-    if isinstance(exc, asyncpg.exceptions.InternalClientError):
-        # A connection whose backend was terminated while idle can fail its next
-        # query this way instead of with a connection error (asyncpg issue #1069).
-        return "cannot switch to state" in message
-    # A closed connection or a closing pool surfaces as a bare InterfaceError.
-    return type(exc) is asyncpg.InterfaceError and ("closed" in message or "closing" in message)
-
-
-async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
-    """asyncpg.connect, with every failure to connect reported as Unavailable.
-
-    The pool calls this whenever it (re)opens a connection, so while the database is
-    down each request fails fast and typed, and the pool heals once it is back.
-    """
-    kwargs.setdefault("timeout", CONNECT_TIMEOUT)
-    try:
-        return await asyncpg.connect(*args, **kwargs)
-    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-        raise errors.Unavailable(f"cannot reach the database: {exc}") from exc
-
-
-async def open_pool(dsn: str, pool: config.PoolSettings) -> asyncpg.Pool:
-    """The instance's connection pool; fails with Unavailable if the database is down."""
-    opened: asyncpg.Pool = await asyncpg.create_pool(
-        dsn, min_size=pool.min_size, max_size=pool.max_size, connect=connect, reset=keep_session
-    )
-    return opened
-
-
-async def keep_session(connection: asyncpg.Connection) -> None:
-    """Release a pooled connection as it is, without asyncpg's reset query.
-
-    By default every release sends ``SELECT pg_advisory_unlock_all(); CLOSE ALL;
-    UNLISTEN *; RESET ALL``: a second round trip per request, which cost the
-    database about as much CPU as the request itself. The pool's connections only
-    ever call stored functions, one statement in autocommit, so they hold no locks,
-    cursors, listeners or settings to clear; asyncpg still rolls back a transaction
-    left open (it does that before calling this).
-    """
-
-
-async def close_pool(opened: asyncpg.Pool, timeout: float = 5.0) -> None:
-    """Close gracefully, or terminate if connections do not come back in time."""
-    try:
-        await asyncio.wait_for(opened.close(), timeout)
-    except Exception as exc:
-        if not isinstance(exc, TimeoutError) and not is_outage(exc):
-            raise
-        opened.terminate()
+    return isinstance(exc, errors.Unavailable)

@@ -3,10 +3,11 @@
 A waiter registers for one queue *before* it tries the pop, so a message that lands
 between a miss and the wait still wakes it. The database announces every stored
 message on the ``courier_messages`` channel (payload ``<queue_id>:<receiver>``, the
-receiver empty for broadcast messages); ``listener.NotificationListener`` feeds those
-announcements to ``Waiters.notify``. A woken waiter simply tries the pop again, so a
-spurious wake-up costs one query and a missed one cannot happen while the LISTEN
-connection is up; when it drops and comes back, every waiter re-checks.
+receiver empty for broadcast messages); ``courier.db.listen.NotificationListener``
+feeds those announcements to ``Waiters.notify_payload``. A woken waiter simply
+tries the pop again, so a spurious wake-up costs one query and a missed one cannot
+happen while the LISTEN connection is up; when it drops and comes back, every
+waiter re-checks.
 """
 
 from __future__ import annotations
@@ -20,8 +21,6 @@ from typing import TypeVar
 from courier import errors
 
 T = TypeVar("T")
-
-CHANNEL = "courier_messages"
 
 
 @dataclass(eq=False, slots=True)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from courier import config
-from courier.server import backend
+from courier.db import pools
 
 POOL = config.PoolSettings(min_size=1, max_size=1)
 
 
 async def test_a_released_connection_keeps_its_session_as_it_was(dsn: str) -> None:
-    pool = await backend.open_pool(dsn, POOL)
+    pool = await pools.open_pool(dsn, POOL)
     try:
         async with pool.acquire() as connection:
             await connection.execute("SET application_name = 'courier-kept'")
@@ -17,11 +17,11 @@ async def test_a_released_connection_keeps_its_session_as_it_was(dsn: str) -> No
             # asyncpg's default reset on release (RESET ALL, ...) would have cleared it.
             assert await connection.fetchval("SHOW application_name") == "courier-kept"
     finally:
-        await backend.close_pool(pool)
+        await pools.close_pool(pool)
 
 
 async def test_a_transaction_left_open_is_still_rolled_back_on_release(dsn: str) -> None:
-    pool = await backend.open_pool(dsn, POOL)
+    pool = await pools.open_pool(dsn, POOL)
     try:
         async with pool.acquire() as connection:
             await connection.execute("CREATE TEMP TABLE kept (n int)")
@@ -30,4 +30,4 @@ async def test_a_transaction_left_open_is_still_rolled_back_on_release(dsn: str)
         async with pool.acquire() as connection:
             assert await connection.fetchval("SELECT count(*) FROM kept") == 0
     finally:
-        await backend.close_pool(pool)
+        await pools.close_pool(pool)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 from courier import models
-from courier.db import repository
+from courier.db import batching, repository
 from courier.lab import mock
+from courier.server import backend
 
 
 def public_methods(cls: type) -> dict[str, inspect.Signature]:
@@ -17,9 +20,15 @@ def public_methods(cls: type) -> dict[str, inspect.Signature]:
     }
 
 
-def test_the_mock_has_every_repository_method_with_the_same_parameters() -> None:
-    wanted = public_methods(repository.Repository)
-    offered = public_methods(mock.MockBackend)
+@pytest.mark.parametrize(
+    "storage", [repository.Repository, batching.BatchedRepository, mock.MockBackend]
+)
+def test_every_storage_has_every_boundary_method_with_the_same_parameters(
+    storage: type,
+) -> None:
+    # The boundary's method set is said once, by the protocols the server calls.
+    wanted = {**public_methods(backend.Backend), **public_methods(backend.InstanceStore)}
+    offered = public_methods(storage)
     assert set(wanted) <= set(offered)
     for name, signature in wanted.items():
         assert list(offered[name].parameters) == list(signature.parameters), name

@@ -1,30 +1,38 @@
 """The one LISTEN connection per instance that turns database NOTIFYs into wake-ups.
 
-It is a dedicated asyncpg connection, outside the pool, subscribed to
-``waiters.CHANNEL``. If it drops, a background task reconnects with capped backoff
-and then wakes every waiter, because notifications sent meanwhile were lost.
+It is a dedicated asyncpg connection, outside the pool, subscribed to ``CHANNEL``,
+on which the database announces every stored message (schema.sql). Each payload goes
+to ``on_payload``. If the connection drops, a background task reconnects with capped
+backoff and then calls ``on_restored``, because notifications sent meanwhile were lost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 
-from courier.server import backend, waiters
+from courier.db import _translate, pools
 
 log = logging.getLogger(__name__)
 
 FIRST_RETRY_DELAY = 0.05
 MAX_RETRY_DELAY = 1.0
 
+CHANNEL = "courier_messages"
+"""Payload ``<queue_id>:<receiver_id>``, the receiver empty for messages to anyone."""
+
 
 class NotificationListener:
-    def __init__(self, dsn: str, target: waiters.Waiters) -> None:
+    def __init__(
+        self, dsn: str, on_payload: Callable[[str], None], on_restored: Callable[[], None]
+    ) -> None:
         self._dsn = dsn
-        self._waiters = target
+        self._on_payload = on_payload
+        self._on_restored = on_restored
         self._connection: asyncpg.Connection | None = None
         self._reconnecting: asyncio.Task[None] | None = None
         self._closed = False
@@ -47,9 +55,9 @@ class NotificationListener:
             connection.terminate()  # no need to wait for a goodbye from a LISTEN-only link
 
     async def _connect(self) -> None:
-        connection = await backend.connect(self._dsn)
+        connection = await pools.connect(self._dsn)
         try:
-            await connection.add_listener(waiters.CHANNEL, self._on_notification)
+            await connection.add_listener(CHANNEL, self._on_notification)
         except BaseException:
             connection.terminate()
             raise
@@ -57,7 +65,7 @@ class NotificationListener:
         self._connection = connection
 
     def _on_notification(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
-        self._waiters.notify_payload(payload)
+        self._on_payload(payload)
 
     def _on_lost(self, _connection: Any) -> None:
         if self._closed or self._reconnecting is not None:
@@ -72,12 +80,12 @@ class NotificationListener:
             try:
                 await self._connect()
             except Exception as exc:
-                if not backend.is_outage(exc):
+                if not _translate.is_outage(exc):
                     log.exception("unexpected failure re-opening the LISTEN connection")
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, MAX_RETRY_DELAY)
                 continue
             log.info("LISTEN connection to the database restored")
             self._reconnecting = None
-            self._waiters.wake_all()
+            self._on_restored()
             return

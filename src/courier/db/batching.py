@@ -1,0 +1,182 @@
+"""Natural batching: requests that arrive together share one database call.
+
+The first request goes out at once. Those that arrive while calls are in flight
+wait, and the next free call takes all of them (up to a cap) as one batch. An idle
+system therefore adds no latency and needs no timers, and a busy one makes fewer,
+larger calls, each with one round trip and one commit.
+
+``BatchedRepository`` is the repository with sends, and pops by queue, going
+through batchers; every other operation is one call as before. Handlers cannot tell
+the difference: each request still gets its own answer or its own typed error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+import asyncpg
+
+from courier import config, errors, models
+from courier.db import repository
+
+R = TypeVar("R")
+T = TypeVar("T")
+
+Timing = repository.Timing
+
+MAX_BATCH = 256
+"""Requests one call takes at most; a larger backlog is split."""
+
+MAX_IN_FLIGHT = 1
+"""Calls one batcher keeps running at once: a new batch forms while they run."""
+
+RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
+
+
+@dataclass(slots=True)
+class _Pending(Generic[R, T]):
+    request: R
+    future: asyncio.Future[T]
+    timing: Timing | None
+    queued_ns: int
+
+
+class Batcher(Generic[R, T]):
+    """Runs requests in batches through ``run``, which answers each one.
+
+    When a whole batch fails for a reason other than an outage, each of its requests
+    runs again alone, so one request the database rejects never fails the others.
+    """
+
+    def __init__(
+        self,
+        run: RunBatch[R, T],
+        *,
+        max_batch: int = MAX_BATCH,
+        max_in_flight: int = MAX_IN_FLIGHT,
+    ) -> None:
+        self._run = run
+        self._max_batch = max_batch
+        self._max_in_flight = max_in_flight
+        self._pending: list[_Pending[R, T]] = []
+        self._in_flight = 0
+
+    @property
+    def idle(self) -> bool:
+        return not self._pending and self._in_flight == 0
+
+    async def submit(self, request: R, timing: Timing | None = None) -> T:
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(request, future, timing, time.perf_counter_ns()))
+        if self._in_flight < self._max_in_flight:
+            self._in_flight += 1
+            asyncio.get_running_loop().create_task(self._drain())
+        return await future
+
+    async def _drain(self) -> None:
+        try:
+            while self._pending:
+                batch = self._pending[: self._max_batch]
+                del self._pending[: self._max_batch]
+                # A caller that gave up (cancelled) must not have a message popped for it.
+                batch = [pending for pending in batch if not pending.future.done()]
+                if batch:
+                    await self._answer(batch)
+        finally:
+            self._in_flight -= 1
+
+    async def _answer(self, batch: list[_Pending[R, T]]) -> None:
+        started = time.perf_counter_ns()
+        try:
+            outcome = await self._run([pending.request for pending in batch])
+        except Exception as exc:
+            if len(batch) > 1 and not _is_outage(exc):
+                for pending in batch:
+                    await self._answer([pending])
+                return
+            for pending in batch:
+                _settle(pending.future, exc)
+            return
+        answered = time.perf_counter_ns()
+        for pending, answer in zip(batch, outcome.answers, strict=True):
+            if pending.timing is not None:
+                pending.timing.pool_wait_ns = started - pending.queued_ns
+                pending.timing.round_trip_ns = answered - started
+                pending.timing.exec_ns = outcome.exec_ns
+            _settle(pending.future, answer)
+
+
+def _is_outage(exc: BaseException) -> bool:
+    return isinstance(exc, errors.Unavailable)
+
+
+def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
+    if future.done():  # the caller gave up (cancelled); nobody reads the answer
+        return
+    if isinstance(answer, BaseException):
+        future.set_exception(answer)
+    else:
+        future.set_result(answer)
+
+
+PopKey = tuple[int, models.Order]
+
+
+class BatchedRepository(repository.Repository):
+    """The repository, with sends and pops by queue coalesced into batched calls."""
+
+    def __init__(
+        self, pool: asyncpg.Pool, limits: config.Limits = repository.DEFAULT_LIMITS
+    ) -> None:
+        super().__init__(pool, limits)
+        self._sends: Batcher[repository.SendRequest, list[int]] = Batcher(self.send_many)
+        self._pops: dict[PopKey, Batcher[int, models.Message]] = {}
+
+    async def send(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        body: str,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        timing: Timing | None = None,
+    ) -> list[int]:
+        self._check_message(body, priority)
+        request = repository.SendRequest(sender_id, queue_ids, body, receiver, priority, context)
+        return await self._sends.submit(request, timing)
+
+    async def read(
+        self,
+        reader_id: int,
+        *,
+        queue_id: int | None = None,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        pop: bool = False,
+        timing: Timing | None = None,
+    ) -> models.Message:
+        if not pop or queue_id is None or sender_id is not None:
+            return await super().read(
+                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
+                timing=timing,
+            )  # fmt: skip
+        return await self._pop_batcher((queue_id, order)).submit(reader_id, timing)
+
+    def _pop_batcher(self, key: PopKey) -> Batcher[int, models.Message]:
+        batcher = self._pops.get(key)
+        if batcher is None:
+            if len(self._pops) > MAX_BATCH:  # forget idle queues, so the map stays small
+                self._pops = {k: b for k, b in self._pops.items() if not b.idle}
+            queue_id, order = key
+
+            def pop_many(readers: list[int]) -> Awaitable[repository.BatchOutcome[models.Message]]:
+                return self.pop_many(queue_id, order, readers)
+
+            batcher = self._pops[key] = Batcher(pop_many)
+        return batcher

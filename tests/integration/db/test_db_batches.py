@@ -1,0 +1,229 @@
+"""The batched data path on a real database: per-request answers, all-or-nothing per
+request, order within a batch, and exactly-once pops with no false empty when
+batches of mixed audiences race."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import asyncpg
+import pytest
+from db_helpers import message_count
+from test_db_concurrency import MIXED_SHAPES, MixedOutcome, store_mixed_round
+
+from courier import errors, models
+from courier.db import batching, repository
+
+Send = repository.SendRequest
+
+
+class CountingRepository(batching.BatchedRepository):
+    """The batched repository, noting the size of every batched send it makes."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__(pool)
+        self.send_batches: list[int] = []
+
+    async def send_many(self, sends: list[Send]) -> repository.BatchOutcome[list[int]]:
+        self.send_batches.append(len(sends))
+        return await super().send_many(sends)
+
+
+@pytest.fixture
+def batched(pool: asyncpg.Pool) -> CountingRepository:
+    return CountingRepository(pool)
+
+
+async def stored_bodies(pool: asyncpg.Pool) -> list[str]:
+    return [
+        row["body"] for row in await pool.fetch("SELECT body FROM courier_messages ORDER BY id")
+    ]
+
+
+async def test_one_bad_request_in_a_batch_fails_alone(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    writer, reader = [await repo.register_client(name) for name in ("writer", "reader")]
+    viewer = await repo.register_client("viewer", models.ClientMode.READ_ONLY)
+    queue, other = [(await repo.create_queue(name)).id for name in ("jobs", "other")]
+    outcome = await repo.send_many([
+        Send(writer.id, [queue], "good 1"),
+        Send(writer.id, [queue, 999_999], "to a missing queue"),
+        Send(writer.id, [queue], "bad priority", priority=11),
+        Send(viewer.id, [queue], "from a read-only client"),
+        Send(writer.id, [queue, queue], "a queue twice"),
+        Send(424_242, [queue], "from nobody"),
+        Send(writer.id, [], "to no queue"),
+        Send(writer.id, [queue, other], "good 2", receiver=reader.id),
+    ])  # fmt: skip
+
+    answers = outcome.answers
+    good_ids = [answers[0], answers[7]]
+    assert all(isinstance(ids, list) for ids in good_ids)
+    assert [len(ids) for ids in good_ids] == [1, 2]  # type: ignore[arg-type]
+    expected_errors = [
+        errors.QueueNotFound, errors.InvalidPriority, errors.NotAuthorised, errors.BadRequest,
+        errors.ClientNotFound, errors.BadRequest,
+    ]  # fmt: skip
+    for answer, kind in zip(answers[1:7], expected_errors, strict=True):
+        assert type(answer) is kind, answer
+    assert "999999" in str(answers[1])
+    # Only the good requests were stored, each whole.
+    assert await stored_bodies(pool) == ["good 1", "good 2", "good 2"]
+
+
+async def test_a_batch_keeps_its_order_in_ids_and_time(
+    repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    bodies = [f"m{n}" for n in range(20)]
+    outcome = await repo.send_many([Send(writer.id, [queue.id], body) for body in bodies])
+    ids = [answer[0] for answer in outcome.answers]  # type: ignore[index]
+    assert ids == sorted(ids)
+    popped = await repo.pop_many(queue.id, models.Order.TIME, [writer.id] * 21)
+    messages = popped.answers[:20]
+    assert [message.body for message in messages] == bodies  # type: ignore[union-attr]
+    assert [message.id for message in messages] == ids  # type: ignore[union-attr]
+    assert isinstance(popped.answers[20], errors.QueueEmpty)
+
+
+async def test_a_pop_batch_serves_each_reader_only_what_it_may_see(
+    repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    a, b = [(await repo.register_client(name)).id for name in ("a", "b")]
+    for body, receiver in [("for a", a), ("for all", None), ("for b", b), ("for a 2", a)]:
+        await repo.send(writer.id, [queue.id], body, receiver=receiver)
+
+    popped = await repo.pop_many(queue.id, models.Order.TIME, [b, a, b, a, a])
+    # In request order, each takes the oldest message it may see that is still there.
+    bodies = [getattr(answer, "body", None) for answer in popped.answers]
+    assert bodies == ["for all", "for a", "for b", "for a 2", None]
+    assert isinstance(popped.answers[4], errors.QueueEmpty)
+
+
+async def test_a_pop_batch_on_a_missing_queue_fails_every_request(
+    repo: repository.Repository, writer: models.ClientInfo
+) -> None:
+    popped = await repo.pop_many(123_456, models.Order.PRIORITY, [writer.id, writer.id])
+    assert all(isinstance(answer, errors.QueueNotFound) for answer in popped.answers)
+
+
+async def test_concurrent_sends_share_a_call_and_keep_their_answers(
+    batched: CountingRepository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    sends = [
+        batched.send(writer.id, [queue.id] if n != 7 else [queue.id, 777_777], f"m{n}")
+        for n in range(40)
+    ]
+    outcomes = await asyncio.gather(*sends, return_exceptions=True)
+
+    assert isinstance(outcomes[7], errors.QueueNotFound)
+    assert all(isinstance(ids, list) and len(ids) == 1 for n, ids in enumerate(outcomes) if n != 7)
+    assert len(batched.send_batches) < 40  # they really were batched
+    assert sorted(await stored_bodies(pool)) == sorted(f"m{n}" for n in range(40) if n != 7)
+
+
+async def test_a_batch_the_database_refuses_whole_stores_nothing_half(
+    batched: CountingRepository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    # A NUL byte fails the whole statement inside PostgreSQL: nothing of that batch is
+    # stored, then each request runs alone and only the bad one fails.
+    bodies = ["a", "b", "nul\x00byte", "c"]
+    outcomes = await asyncio.gather(
+        *(batched.send(writer.id, [queue.id], body) for body in bodies), return_exceptions=True
+    )
+    assert isinstance(outcomes[2], errors.BadRequest)
+    assert [len(ids) for ids in outcomes if isinstance(ids, list)] == [1, 1, 1]
+    assert sorted(await stored_bodies(pool)) == ["a", "b", "c"]
+    assert batched.send_batches == [4, 1, 1, 1, 1]  # the refused batch, then one by one
+
+
+async def test_batched_pops_go_through_one_call_per_queue_and_order(
+    batched: CountingRepository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    for n in range(10):
+        await batched.send(writer.id, [queue.id], f"m{n}", priority=1 + n)
+    by_priority = [
+        batched.read(writer.id, queue_id=queue.id, order=models.Order.PRIORITY, pop=True)
+        for _ in range(5)
+    ]
+    first = await asyncio.gather(*by_priority)
+    assert [message.priority for message in first] == [10, 9, 8, 7, 6]
+    rest = await asyncio.gather(
+        *(batched.read(writer.id, queue_id=queue.id, pop=True) for _ in range(6)),
+        return_exceptions=True,
+    )
+    assert [getattr(m, "body", None) for m in rest[:5]] == [f"m{n}" for n in range(5)]
+    assert isinstance(rest[5], errors.QueueEmpty)
+    assert await message_count(pool) == 0
+
+
+# -- racing batches of mixed audiences ------------------------------------------------
+# The rounds of test_db_concurrency's mixed-audience test, popped by racing batches:
+# each reader's pops are dealt into batches of one to four requests that mix readers,
+# and the batches run on their own connections, some two to a transaction so locks
+# last longer. Every pop must find a message, none twice.
+RACING_CONNECTIONS = 6
+
+
+async def pop_batches(
+    pool: asyncpg.Pool, rng: random.Random, queue: int, order: models.Order,
+    batches: list[list[int]], outcome: MixedOutcome,
+) -> None:  # fmt: skip
+    async with pool.acquire() as connection:
+        while batches:
+            held = batches[: rng.randint(1, 2)]
+            del batches[: len(held)]
+            async with connection.transaction():
+                for readers in held:
+                    rows = await connection.fetch(
+                        "SELECT * FROM courier_pop_batch_v1($1, $2, $3)", queue, str(order), readers
+                    )
+                    for row in rows:
+                        reader = readers[row["request"] - 1]
+                        if row["status"] == errors.Status.QUEUE_EMPTY:
+                            outcome.empties.append(f"reader {reader} found queue {queue} empty")
+                        else:
+                            outcome.delivered.append((reader, row))
+
+
+@pytest.mark.parametrize("order", list(models.Order))
+async def test_racing_pop_batches_of_mixed_audiences_never_miss_a_visible_message(
+    dsn: str, order: models.Order
+) -> None:
+    pool = await asyncpg.create_pool(dsn, min_size=RACING_CONNECTIONS, max_size=RACING_CONNECTIONS)
+    try:
+        repo = repository.Repository(pool)
+        writer = await repo.register_client("writer")
+        a, b = [(await repo.register_client(name)).id for name in ("a", "b")]
+        rng = random.Random(f"batches {order}")
+        outcome = MixedOutcome()
+        for number in range(3 * len(MIXED_SHAPES)):
+            own_a, own_b, broadcasts, taken_by_a = MIXED_SHAPES[number % len(MIXED_SHAPES)]
+            queue = (await repo.create_queue(f"round{number}")).id
+            addressed = [a] * own_a + [b] * own_b
+            rng.shuffle(addressed)
+            receivers: list[int | None] = [*addressed, *[None] * broadcasts]
+            outcome.stored += await store_mixed_round(pool, rng, writer.id, queue, receivers)
+            pops = [a] * (own_a + taken_by_a) + [b] * (own_b + broadcasts - taken_by_a)
+            rng.shuffle(pops)
+            batches: list[list[int]] = []
+            while pops:
+                size = rng.randint(1, 4)
+                batches.append(pops[:size])
+                del pops[:size]
+            await asyncio.gather(*(
+                pop_batches(pool, rng, queue, order, batches, outcome)
+                for _ in range(RACING_CONNECTIONS)
+            ))  # fmt: skip
+
+        assert outcome.empties == []  # every pop found a message
+        delivered_ids = [row["id"] for _, row in outcome.delivered]
+        assert sorted(delivered_ids) == sorted(outcome.stored)  # none twice, none lost
+        assert all(row["receiver_id"] in (None, reader) for reader, row in outcome.delivered)
+        assert await message_count(pool) == 0
+    finally:
+        await pool.close()

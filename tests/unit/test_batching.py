@@ -1,0 +1,124 @@
+"""The batcher's rules, on a scripted batch runner (the real database path is in
+tests/integration/db/test_db_batches.py): batches form while a call is in flight, a
+lone request goes out at once, one bad request never fails the others."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from courier import errors
+from courier.db import batching, repository
+
+
+class ScriptedRun:
+    """Answers ``n`` with ``n * 10``, or with an error for the numbers in ``refuse``;
+    a batch holding a number in ``poison`` fails whole. Every call waits for ``gate``."""
+
+    def __init__(self, *, refuse: set[int] = frozenset(), poison: set[int] = frozenset()) -> None:
+        self.batches: list[list[int]] = []
+        self.refuse = refuse
+        self.poison = poison
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def __call__(self, requests: list[int]) -> repository.BatchOutcome[int]:
+        self.batches.append(list(requests))
+        await self.gate.wait()
+        if self.poison & set(requests):
+            raise errors.BadRequest("the database refused the whole statement")
+        answers: list[int | errors.CourierError] = [
+            errors.QueueNotFound(f"no queue {n}") if n in self.refuse else n * 10 for n in requests
+        ]
+        return repository.BatchOutcome(answers, exec_ns=5)
+
+
+async def test_a_lone_request_goes_out_at_once() -> None:
+    run = ScriptedRun()
+    batcher = batching.Batcher(run)
+    assert await asyncio.wait_for(batcher.submit(1), 1) == 10
+    assert run.batches == [[1]]
+
+
+async def test_requests_arriving_during_a_call_form_the_next_batch() -> None:
+    run = ScriptedRun()
+    run.gate.clear()
+    batcher = batching.Batcher(run, max_in_flight=1)
+    first = asyncio.ensure_future(batcher.submit(1))
+    await asyncio.sleep(0)  # the first call is now in flight, held at the gate
+    await asyncio.sleep(0)
+    rest = [asyncio.ensure_future(batcher.submit(n)) for n in range(2, 7)]
+    await asyncio.sleep(0)
+    run.gate.set()
+    assert await asyncio.gather(first, *rest) == [10, 20, 30, 40, 50, 60]
+    assert run.batches == [[1], [2, 3, 4, 5, 6]]
+
+
+async def test_the_batch_size_is_capped() -> None:
+    run = ScriptedRun()
+    batcher = batching.Batcher(run, max_batch=3, max_in_flight=1)
+    results = await asyncio.gather(*(batcher.submit(n) for n in range(1, 8)))
+    assert results == [n * 10 for n in range(1, 8)]
+    assert [len(batch) for batch in run.batches] == [3, 3, 1]
+
+
+async def test_each_request_gets_its_own_error() -> None:
+    run = ScriptedRun(refuse={3})
+    batcher = batching.Batcher(run)
+    outcomes = await asyncio.gather(
+        *(batcher.submit(n) for n in range(1, 6)), return_exceptions=True
+    )
+    assert outcomes[:2] == [10, 20] and outcomes[3:] == [40, 50]
+    assert isinstance(outcomes[2], errors.QueueNotFound)
+
+
+async def test_a_batch_that_fails_whole_is_retried_one_by_one() -> None:
+    run = ScriptedRun(poison={4})
+    batcher = batching.Batcher(run)
+    outcomes = await asyncio.gather(
+        *(batcher.submit(n) for n in range(1, 6)), return_exceptions=True
+    )
+    assert [outcomes[n] for n in (0, 1, 2, 4)] == [10, 20, 30, 50]
+    assert isinstance(outcomes[3], errors.BadRequest)
+    assert [4] in run.batches  # the poisoned request ran alone
+
+
+async def test_an_outage_fails_the_whole_batch_without_retrying() -> None:
+    calls = 0
+
+    async def down(requests: list[int]) -> repository.BatchOutcome[int]:
+        nonlocal calls
+        calls += 1
+        raise errors.Unavailable("the database is unavailable")
+
+    batcher = batching.Batcher(down)
+    outcomes = await asyncio.gather(*(batcher.submit(n) for n in range(3)), return_exceptions=True)
+    assert all(isinstance(outcome, errors.Unavailable) for outcome in outcomes)
+    assert calls == 1  # submitted together, so one call, and no retry per request
+
+
+async def test_a_caller_that_gave_up_is_left_out_of_the_next_batch() -> None:
+    run = ScriptedRun()
+    run.gate.clear()
+    batcher = batching.Batcher(run, max_in_flight=1)
+    first = asyncio.ensure_future(batcher.submit(1))
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    abandoned = asyncio.ensure_future(batcher.submit(2))
+    kept = asyncio.ensure_future(batcher.submit(3))
+    await asyncio.sleep(0)
+    abandoned.cancel()
+    run.gate.set()
+    assert (await first, await kept) == (10, 30)
+    with pytest.raises(asyncio.CancelledError):
+        await abandoned
+    assert run.batches == [[1], [3]]
+
+
+async def test_timing_reports_the_wait_and_the_shared_call() -> None:
+    batcher = batching.Batcher(ScriptedRun())
+    timing = repository.Timing()
+    await batcher.submit(1, timing)
+    assert timing.exec_ns == 5
+    assert timing.round_trip_ns > 0 and timing.pool_wait_ns >= 0
