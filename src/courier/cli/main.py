@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "console": "courier.cli.console:console",
     "lab": "courier.cli.lab:lab",
     "analyze": "courier.cli.analyze:analyze",
+    "bench": "courier.cli.bench:bench",
     "demo": "courier.cli.demo:demo",
 }
 

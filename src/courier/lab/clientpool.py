@@ -2,7 +2,9 @@
 
 Protocol over each process's Pipe: the child sends ``"ready"`` once its clients are
 logged in; the runner sends ``loadgen.Go`` when all are ready; the child answers
-with its ``loadgen.ProcessResult`` (or an error text) when it has finished.
+with its result (or an error text) when it has finished. ``ProcessGroup`` is that
+protocol for any entry point and result type (`courier bench` uses it too);
+``LoadProcesses`` is the lab's load generators.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import asyncio
 import multiprocessing
 import multiprocessing.connection
 import time
+from collections.abc import Callable, Sequence
 from multiprocessing.process import BaseProcess
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from courier.lab import loadgen, processes
 
@@ -20,10 +23,27 @@ READY_TIMEOUT = 120.0
 STOP_GRACE = 10.0
 POLL_INTERVAL = 0.05
 
+ResultT = TypeVar("ResultT")
 
-class LoadProcesses:
-    def __init__(self, plans: list[loadgen.ProcessPlan]) -> None:
-        self.plans = plans
+
+class NamedPlan(Protocol):
+    """A picklable plan for one process; its name appears in errors."""
+
+    @property
+    def process(self) -> str: ...
+
+
+Entry = Callable[[Any, multiprocessing.connection.Connection], None]
+"""A process's entry point: ``entry(plan, control)``, control being its end of the Pipe."""
+
+
+class ProcessGroup(Generic[ResultT]):
+    def __init__(
+        self, plans: Sequence[NamedPlan], entry: Entry, result_type: type[ResultT]
+    ) -> None:
+        self.plans = list(plans)
+        self._entry = entry
+        self._result_type = result_type
         self._context = multiprocessing.get_context("spawn")
         self._processes: list[BaseProcess] = []
         self._pipes: list[multiprocessing.connection.Connection] = []
@@ -36,7 +56,7 @@ class LoadProcesses:
         for plan in self.plans:
             parent, child = self._context.Pipe()
             process = self._context.Process(
-                target=loadgen.process_main, args=(plan, child), name=plan.process
+                target=self._entry, args=(plan, child), name=plan.process
             )
             process.start()
             child.close()
@@ -53,11 +73,11 @@ class LoadProcesses:
         for pipe in self._pipes:
             pipe.send(go)
 
-    async def wait_done(self, timeout: float) -> list[loadgen.ProcessResult]:
+    async def wait_done(self, timeout: float) -> list[ResultT]:
         results = []
         for index in range(len(self._pipes)):
             message = await self._receive(index, timeout)
-            if not isinstance(message, loadgen.ProcessResult):
+            if not isinstance(message, self._result_type):
                 raise processes.ProcessFailed(f"{self.plans[index].process}: {message}")
             results.append(message)
         for process in self._processes:
@@ -94,3 +114,10 @@ class LoadProcesses:
             return pipe.recv()
         except EOFError as exc:
             raise processes.ProcessFailed(f"{self.plans[index].process} hung up") from exc
+
+
+class LoadProcesses(ProcessGroup[loadgen.ProcessResult]):
+    """The lab's load generators: ``loadgen.process_main`` per plan."""
+
+    def __init__(self, plans: Sequence[loadgen.ProcessPlan]) -> None:
+        super().__init__(plans, loadgen.process_main, loadgen.ProcessResult)

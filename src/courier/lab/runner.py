@@ -131,11 +131,18 @@ async def _database(
     if options.dsn or not needed:
         yield DatabaseTier(options.dsn, None)
         return
+    async with fresh_database(durable=durable) as server:
+        yield DatabaseTier(server.dsn, server.status().pid)
+
+
+@contextlib.asynccontextmanager
+async def fresh_database(*, durable: bool) -> AsyncIterator[embedded.EmbeddedPostgres]:
+    """A new embedded PostgreSQL in a temp dir, migrated; stopped and deleted afterwards."""
     data_dir = Path(tempfile.mkdtemp(prefix="courier-lab-pg-"))
     server = embedded.EmbeddedPostgres(data_dir / "data", durable=durable)
     try:
-        dsn = await asyncio.to_thread(server.start)
-        yield DatabaseTier(dsn, server.status().pid)
+        await asyncio.to_thread(server.start)
+        yield server
     finally:
         await asyncio.to_thread(server.stop)
         shutil.rmtree(data_dir, ignore_errors=True)

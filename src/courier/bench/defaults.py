@@ -1,0 +1,21 @@
+"""Names and defaults shared by the benchmarks and their command line (cheap to import)."""
+
+from __future__ import annotations
+
+from courier import config
+
+COURIER = "courier"
+COURIER_DB = "courier-db"
+RABBITMQ = "rabbitmq"
+SYSTEMS = (COURIER, COURIER_DB, RABBITMQ)
+
+CLIENT_LEVELS = (1, 16, 64, 256, 1024)
+DURATION_S = 10.0
+WARMUP_S = 2.0
+PROCESSES = 2
+MIDDLEWARES = 2
+MESSAGE_SIZE = 200
+RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/"
+
+SERVE = config.ServerSettings()
+"""What `courier serve` uses unless told otherwise (pool size, clients per instance)."""

@@ -1,0 +1,173 @@
+"""The closed loop, in one client process: many clients on one uvloop loop.
+
+Every client repeats "send a message, then pop one" on the level's one shared
+queue, back to back, from the common start instant until the warm-up and the
+measured window have passed. A request counts (and its latency is kept) when it
+completes inside the measured window; requests in flight at its end finish
+uncounted. The process then closes its clients and reports to the parent.
+
+The systems differ only in their ``Target`` (picklable: what a process needs to
+reach the system) and ``Peer`` (one client's send and pop).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Protocol
+
+import numpy
+import uvloop
+
+from courier import errors
+from courier.bench import results
+from courier.lab import loadgen
+
+ERROR_PAUSE_S = 0.01
+"""After a failed request, so that a broken client does not spin."""
+
+
+class Peer(Protocol):
+    """One benchmark client of some system."""
+
+    async def send(self) -> None: ...
+
+    async def pop(self) -> bool:
+        """Pop one message; False when the queue was empty."""
+        ...
+
+
+class Target(Protocol):
+    """How a client process reaches one system at one level (picklable)."""
+
+    async def open(
+        self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
+    ) -> list[Peer]:
+        """Connect the given clients (indices into the level's clients); ``stack``
+        closes whatever they hold when the process is done."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ClientsPlan:
+    """One client process's share of a level."""
+
+    process: str
+    target: Target
+    clients: tuple[int, ...]
+    body: str
+    warmup_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """perf_counter_ns instants: the clients start, measure, and stop."""
+
+    start_ns: int
+    measure_from_ns: int
+    until_ns: int
+
+    @classmethod
+    def after(cls, go: loadgen.Go, warmup_s: float) -> Window:
+        # The go names a wall-clock instant; the loop times itself with perf_counter.
+        start = time.perf_counter_ns() + go.start_ns - time.time_ns()
+        measure_from = start + round(warmup_s * 1e9)
+        return cls(start, measure_from, measure_from + round(go.duration_s * 1e9))
+
+    def measures(self, instant_ns: int) -> bool:
+        return self.measure_from_ns <= instant_ns < self.until_ns
+
+
+@dataclass(slots=True)
+class Tally:
+    """One client's measured requests."""
+
+    send_ns: list[int] = field(default_factory=list)
+    pop_ns: list[int] = field(default_factory=list)
+    empty_pops: int = 0
+    errors: int = 0
+    last_error: str = ""
+
+
+def process_main(plan: ClientsPlan, control: Connection) -> None:
+    """multiprocessing entry point (the ``clientpool.ProcessGroup`` protocol)."""
+    os.setpgrp()  # Ctrl-C reaches the parent only; it stops us by pid
+    _allow_many_sockets()
+    try:
+        control.send(uvloop.run(run_clients(plan, control)))
+    except Exception as exc:
+        control.send(f"{type(exc).__name__}: {exc}")
+        raise
+    finally:
+        control.close()
+
+
+def _allow_many_sockets() -> None:
+    """Hundreds of clients need more descriptors than a soft limit of 1024 may allow."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and (hard == resource.RLIM_INFINITY or soft < hard):
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+async def run_clients(plan: ClientsPlan, control: Connection) -> results.ClientsReport:
+    """Open the clients, say ready, wait for go, drive them, close them."""
+    tallies = [Tally() for _ in plan.clients]
+    async with contextlib.AsyncExitStack() as stack:
+        peers = await plan.target.open(plan.clients, plan.body, stack)
+        go = await _wait_for_go(control)
+        window = Window.after(go, plan.warmup_s)
+        pairs = zip(peers, tallies, strict=True)
+        await asyncio.gather(*(drive(peer, window, tally) for peer, tally in pairs))
+    return report(plan.process, tallies)
+
+
+async def _wait_for_go(control: Connection) -> loadgen.Go:
+    control.send("ready")
+    message = await asyncio.get_running_loop().run_in_executor(None, control.recv)
+    if not isinstance(message, loadgen.Go):
+        raise errors.CourierError(f"client process told {message!r} instead of go")
+    return message
+
+
+async def drive(peer: Peer, window: Window, tally: Tally) -> None:
+    """Send, then pop, until the window ends; keep the latencies that end inside it."""
+    await asyncio.sleep(max(0.0, (window.start_ns - time.perf_counter_ns()) / 1e9))
+    while time.perf_counter_ns() < window.until_ns:
+        try:
+            began = time.perf_counter_ns()
+            await peer.send()
+            sent = time.perf_counter_ns()
+            if window.measures(sent):
+                tally.send_ns.append(sent - began)
+            got = await peer.pop()
+            popped = time.perf_counter_ns()
+            if window.measures(popped):
+                tally.pop_ns.append(popped - sent)
+                tally.empty_pops += not got
+        except Exception as exc:  # any system's failure: count it, go on, report the last
+            tally.errors += 1
+            tally.last_error = f"{type(exc).__name__}: {exc}"
+            await asyncio.sleep(ERROR_PAUSE_S)
+
+
+def report(process: str, tallies: Sequence[Tally]) -> results.ClientsReport:
+    last_errors = [tally.last_error for tally in tallies if tally.last_error]
+    return results.ClientsReport(
+        process=process,
+        send_ns=_array([tally.send_ns for tally in tallies]),
+        pop_ns=_array([tally.pop_ns for tally in tallies]),
+        empty_pops=sum(tally.empty_pops for tally in tallies),
+        errors=sum(tally.errors for tally in tallies),
+        last_error=last_errors[-1] if last_errors else "",
+    )
+
+
+def _array(lists: Sequence[list[int]]) -> results.LatencyArray:
+    return numpy.fromiter((value for each in lists for value in each), dtype=numpy.int64)

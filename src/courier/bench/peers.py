@@ -1,0 +1,216 @@
+"""The systems of `courier bench peers`, each run over the same closed loop.
+
+``courier``     Courier through its middleware: M `courier serve` processes, clients
+                spread round-robin over them, each an ``AsyncClient`` logged in
+                under its own registered name.
+``courier-db``  Courier's database tier called directly, no middleware: each client
+                process has a ``Repository`` whose pool holds one connection per
+                client, and its clients call ``send`` and ``read(pop=True)``.
+``rabbitmq``    the peer broker (``courier.bench.rabbit``).
+
+A system is used as ``async with system.running(most_clients)`` (processes and
+client identities for the whole sweep), then ``async with system.level(n) as
+target`` per level (a fresh, empty queue, deleted afterwards). Either may raise
+``Skipped`` when it cannot run here; the sweep says why and goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import asyncpg
+
+from courier import config, errors
+from courier.bench import database, defaults, loop
+from courier.client import AsyncClient
+from courier.db import repository
+from courier.lab import processes, setup
+
+REGISTER_CONNECTIONS = 4
+
+
+class Skipped(Exception):
+    """A system, or one level of it, cannot run here; the message says why."""
+
+
+class System(Protocol):
+    name: str
+    version: str  # of a peer's server, once running (empty for Courier's own)
+
+    def running(self, most_clients: int) -> contextlib.AbstractAsyncContextManager[None]: ...
+
+    def level(self, clients: int) -> contextlib.AbstractAsyncContextManager[loop.Target]: ...
+
+
+def client_names(prefix: str, count: int) -> list[str]:
+    return [f"{prefix}-{index:04d}" for index in range(count)]
+
+
+# -- Courier through the middleware ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CourierTarget:
+    servers: tuple[str, ...]
+    queue_id: int
+    names: tuple[str, ...]
+
+    async def open(
+        self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
+    ) -> list[loop.Peer]:
+        async def connect(index: int) -> loop.Peer:
+            first = index % len(self.servers)  # round-robin; the others for failover
+            ordered = ",".join(self.servers[first:] + self.servers[:first])
+            opening = AsyncClient.connect(ordered, name=self.names[index])
+            client = await stack.enter_async_context(opening)
+            return CourierPeer(client, self.queue_id, body)
+
+        return list(await asyncio.gather(*(connect(index) for index in clients)))
+
+
+@dataclass(frozen=True, slots=True)
+class CourierPeer:
+    client: AsyncClient
+    queue_id: int
+    body: str
+
+    async def send(self) -> None:
+        await self.client.send(self.queue_id, self.body)
+
+    async def pop(self) -> bool:
+        return await self.client.pop(self.queue_id) is not None
+
+
+@dataclass(slots=True)
+class Courier:
+    dsn: str
+    prefix: str
+    log_dir: Path
+    middlewares: int = defaults.MIDDLEWARES
+    pool_size: int = defaults.SERVE.pool.max_size
+    name: str = defaults.COURIER
+    version: str = ""
+    _servers: list[str] = field(default_factory=list)
+    _setup: setup.Setup | None = None
+
+    @contextlib.asynccontextmanager
+    async def running(self, most_clients: int) -> AsyncIterator[None]:
+        started = [self._middleware(most_clients) for _ in range(self.middlewares)]
+        try:
+            for process in started:
+                process.launch()
+            await asyncio.gather(*(process.wait_ready() for process in started))
+            self._servers = [process.options.address for process in started]
+            async with setup.Setup(self._servers, None, f"{self.prefix}-setup") as prepared:
+                await prepared.register(client_names(self.prefix, most_clients))
+                self._setup = prepared
+                yield
+        finally:
+            self._setup = None
+            await asyncio.gather(*(process.stop() for process in started))
+
+    def _middleware(self, most_clients: int) -> processes.MiddlewareProcess:
+        # Every client of the largest level must find a place on its middleware.
+        per_middleware = math.ceil(most_clients / self.middlewares) + 8
+        options = processes.MiddlewareOptions(
+            dsn=self.dsn, port=processes.free_port(), record_dir=None, run_id="",
+            pool_size=self.pool_size,
+            max_clients=max(defaults.SERVE.max_clients, per_middleware),
+        )  # fmt: skip
+        return processes.MiddlewareProcess(options, self.log_dir)
+
+    @contextlib.asynccontextmanager
+    async def level(self, clients: int) -> AsyncIterator[loop.Target]:
+        assert self._setup is not None, "level() inside running() only"
+        queue = await self._setup.queue(f"{self.prefix}-{clients}")
+        try:
+            names = tuple(client_names(self.prefix, clients))
+            yield CourierTarget(tuple(self._servers), queue.id, names)
+        finally:
+            await self._setup.client.delete_queue(queue.id)
+
+
+# -- Courier's database tier, directly ---------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseTarget:
+    dsn: str
+    queue_id: int
+    client_ids: tuple[int, ...]
+
+    async def open(
+        self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
+    ) -> list[loop.Peer]:
+        # One connection per client, as if each held its own.
+        pool = await asyncpg.create_pool(self.dsn, min_size=len(clients), max_size=len(clients))
+        stack.push_async_callback(pool.close)
+        repo = repository.Repository(pool)
+        return [
+            DatabasePeer(repo, self.client_ids[index], self.queue_id, body) for index in clients
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class DatabasePeer:
+    repo: repository.Repository
+    client_id: int
+    queue_id: int
+    body: str
+
+    async def send(self) -> None:
+        await self.repo.send(self.client_id, [self.queue_id], self.body)
+
+    async def pop(self) -> bool:
+        try:
+            await self.repo.read(self.client_id, queue_id=self.queue_id, pop=True)
+        except errors.QueueEmpty:
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class CourierDatabase:
+    dsn: str
+    prefix: str
+    name: str = defaults.COURIER_DB
+    version: str = ""
+    _repo: repository.Repository | None = None
+    _ids: list[int] = field(default_factory=list)
+
+    @contextlib.asynccontextmanager
+    async def running(self, most_clients: int) -> AsyncIterator[None]:
+        pool = config.PoolSettings(min_size=1, max_size=REGISTER_CONNECTIONS)
+        self._repo = await repository.Repository.connect(self.dsn, pool)
+        try:
+            self._ids = await self._register(client_names(self.prefix, most_clients))
+            yield
+        finally:
+            await self._repo.close()
+            self._repo = None
+
+    async def _register(self, names: Sequence[str]) -> list[int]:
+        assert self._repo is not None
+        infos = await asyncio.gather(*(self._repo.register_client(name) for name in names))
+        return [info.id for info in infos]
+
+    @contextlib.asynccontextmanager
+    async def level(self, clients: int) -> AsyncIterator[loop.Target]:
+        assert self._repo is not None, "level() inside running() only"
+        spare, most = await database.spare_connections(self.dsn)
+        if clients > spare:
+            raise Skipped(
+                f"{self.name} at {clients} clients needs {clients} database connections;"
+                f" {spare} are free (max_connections {most}): skipped"
+            )
+        queue = await self._repo.create_queue(f"{self.prefix}-{clients}")
+        try:
+            yield DatabaseTarget(self.dsn, queue.id, tuple(self._ids[:clients]))
+        finally:
+            await self._repo.delete_queue(queue.id)

@@ -1,0 +1,181 @@
+"""What a benchmark measured: per system and level, throughput and latency percentiles.
+
+An *operation* is one request, a send or a pop; a *cycle* is one send followed by
+one pop. Latencies arrive as raw nanosecond arrays from the client processes and
+are summarised here with numpy (linear interpolation between closest ranks, the
+same definition as ``statistics.quantiles(method="inclusive")``).
+
+    >>> percentiles(numpy.array([1_000_000, 2_000_000, 3_000_000, 4_000_000]))
+    Latency(p50_ms=2.5, p90_ms=3.7, p99_ms=3.97)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy
+import numpy.typing
+
+NS_PER_MS = 1_000_000
+QUANTILES = (50, 90, 99)
+
+LatencyArray = numpy.typing.NDArray[numpy.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Latency percentiles in milliseconds."""
+
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+
+
+def percentiles(latencies_ns: LatencyArray) -> Latency | None:
+    """p50, p90 and p99 of the latencies (ns in, ms out); None when there are none."""
+    if latencies_ns.size == 0:
+        return None
+    values = numpy.percentile(latencies_ns, QUANTILES) / NS_PER_MS
+    return Latency(*(round(float(value), 6) for value in values))
+
+
+@dataclass(frozen=True, slots=True)
+class ClientsReport:
+    """What one client process measured in the measured window (picklable)."""
+
+    process: str
+    send_ns: LatencyArray
+    pop_ns: LatencyArray
+    empty_pops: int = 0
+    errors: int = 0
+    last_error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LevelResult:
+    """One system at one number of clients."""
+
+    system: str
+    clients: int
+    duration_s: float
+    sends: int
+    pops: int
+    empty_pops: int
+    errors: int
+    latency: Latency | None
+    send_latency: Latency | None
+    pop_latency: Latency | None
+    last_error: str = ""
+
+    @property
+    def operations(self) -> int:
+        return self.sends + self.pops
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.operations / self.duration_s
+
+    @property
+    def cycles_per_s(self) -> float:
+        # Every client pops right after its send, so each pop completes one cycle.
+        return self.pops / self.duration_s
+
+    def as_json(self) -> dict[str, Any]:
+        document = dataclasses.asdict(self)
+        document.update(
+            operations=self.operations, ops_per_s=self.ops_per_s, cycles_per_s=self.cycles_per_s
+        )
+        return document
+
+
+def combine(
+    system: str, clients: int, duration_s: float, reports: Sequence[ClientsReport]
+) -> LevelResult:
+    """One level's result from the reports of all its client processes."""
+    sends = numpy.concatenate([report.send_ns for report in reports] or [_no_latencies()])
+    pops = numpy.concatenate([report.pop_ns for report in reports] or [_no_latencies()])
+    last_errors = [report.last_error for report in reports if report.last_error]
+    return LevelResult(
+        system=system,
+        clients=clients,
+        duration_s=duration_s,
+        sends=int(sends.size),
+        pops=int(pops.size),
+        empty_pops=sum(report.empty_pops for report in reports),
+        errors=sum(report.errors for report in reports),
+        latency=percentiles(numpy.concatenate([sends, pops])),
+        send_latency=percentiles(sends),
+        pop_latency=percentiles(pops),
+        last_error=last_errors[-1] if last_errors else "",
+    )
+
+
+def _no_latencies() -> LatencyArray:
+    return numpy.zeros(0, dtype=numpy.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """Courier (through the middleware) against one peer at one level.
+
+    ``ops`` above 1 means Courier did more operations per second; ``p99`` above 1
+    means Courier's 99th percentile was slower. None when the peer's figure is zero
+    or missing.
+    """
+
+    clients: int
+    peer: str
+    ops: float | None
+    p99: float | None
+
+
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    if numerator is None or denominator is None or denominator == 0:
+        return None
+    if math.isnan(numerator) or math.isnan(denominator):
+        return None
+    return numerator / denominator
+
+
+def ratios(results: Sequence[LevelResult], reference: str = "courier") -> list[Ratio]:
+    """The reference system against every other system, level by level."""
+    by_level = {(result.system, result.clients): result for result in results}
+    found = []
+    for result in results:
+        ours = by_level.get((reference, result.clients))
+        if result.system == reference or ours is None:
+            continue
+        found.append(
+            Ratio(
+                clients=result.clients,
+                peer=result.system,
+                ops=ratio(ours.ops_per_s, result.ops_per_s),
+                p99=ratio(_p99(ours), _p99(result)),
+            )
+        )
+    return found
+
+
+def _p99(result: LevelResult) -> float | None:
+    return result.latency.p99_ms if result.latency is not None else None
+
+
+def document(
+    spec: dict[str, Any],
+    results: Sequence[LevelResult],
+    skipped: dict[str, str],
+    environment: dict[str, Any],
+) -> dict[str, Any]:
+    """The whole run as JSON-ready data (the format docs/performance.md describes)."""
+    return {
+        "benchmark": "peers",
+        "spec": spec,
+        "environment": environment,
+        "skipped": skipped,
+        "results": [result.as_json() for result in results],
+        "ratios": [dataclasses.asdict(found) for found in ratios(results)],
+    }

@@ -1,0 +1,106 @@
+"""`courier bench peers` as a user runs it: real processes, a real database, short levels.
+
+One run of Courier and its database tier at 1 and 4 clients on a fresh durable
+embedded PostgreSQL (what the command does by default), checked through its JSON,
+its plot and its tables; and one run whose RabbitMQ cannot be reached, which says
+so and finishes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.servers import COURIER, environment_without_settings
+
+pytestmark = pytest.mark.slow
+
+SYSTEMS = ("courier", "courier-db")
+LEVELS = (1, 4)
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+UNREACHABLE = "amqp://guest:guest@127.0.0.1:1/"
+
+
+def bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(COURIER), "bench", "peers", *args],
+        cwd=tmp_path, env=environment_without_settings(), capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    where = tmp_path_factory.mktemp("bench")
+    result = bench(
+        where, "--systems", ",".join(SYSTEMS), "--clients", ",".join(map(str, LEVELS)),
+        "--duration", "1", "--warmup", "0.5", "--json", "out.json", "--plot", "out.png",
+        "--rabbitmq", "none",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((where / "out.json").read_text())
+    return {"result": result, "document": document, "plot": where / "out.png"}
+
+
+def test_every_system_and_level_did_work_with_ordered_percentiles(run: dict[str, Any]) -> None:
+    found = {(r["system"], r["clients"]): r for r in run["document"]["results"]}
+    assert set(found) == {(system, level) for system in SYSTEMS for level in LEVELS}
+    for key, level in found.items():
+        assert level["ops_per_s"] > 0, key
+        assert level["sends"] > 0 and level["pops"] > 0, key
+        assert level["errors"] == 0, (key, level["last_error"])
+        latency = level["latency"]
+        assert 0 < latency["p50_ms"] <= latency["p90_ms"] <= latency["p99_ms"], key
+        # Every client pops right after its send: pops and sends are near equal.
+        assert abs(level["sends"] - level["pops"]) <= level["clients"], key
+
+
+def test_courier_is_compared_with_its_database_tier_at_every_level(run: dict[str, Any]) -> None:
+    ratios = {r["clients"]: r for r in run["document"]["ratios"]}
+    assert set(ratios) == set(LEVELS)
+    results = {(r["system"], r["clients"]): r for r in run["document"]["results"]}
+    for clients, ratio in ratios.items():
+        assert ratio["peer"] == "courier-db"
+        expected = (
+            results["courier", clients]["ops_per_s"] / results["courier-db", clients]["ops_per_s"]
+        )
+        assert ratio["ops"] == pytest.approx(expected)
+
+
+def test_the_spec_says_what_ran(run: dict[str, Any]) -> None:
+    spec = run["document"]["spec"]
+    assert spec["systems"] == list(SYSTEMS)
+    assert spec["clients"] == list(LEVELS)
+    assert spec["database"] == "fresh embedded PostgreSQL, durable"
+    assert run["document"]["environment"]["servers"]["postgresql"]
+
+
+def test_the_plot_is_a_png(run: dict[str, Any]) -> None:
+    assert run["plot"].read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_a_table_per_level_is_printed(run: dict[str, Any]) -> None:
+    out = run["result"].stdout
+    assert "1 clients" in out and "4 clients" in out
+    assert "courier-db" in out and "ratios are courier ÷ this system" in out
+
+
+def test_rabbitmq_none_leaves_it_out_quietly(run: dict[str, Any]) -> None:
+    assert run["document"]["skipped"] == {}
+    assert "RabbitMQ" not in run["result"].stdout + run["result"].stderr
+
+
+def test_an_unreachable_rabbitmq_is_said_and_skipped(tmp_path: Path) -> None:
+    result = bench(
+        tmp_path, "--systems", "rabbitmq", "--clients", "1", "--rabbitmq", UNREACHABLE,
+        "--json", "out.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "RabbitMQ: not reachable at amqp://guest:***@127.0.0.1:1/, skipped" in result.stdout
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert list(document["skipped"]) == ["rabbitmq"]
+    assert document["results"] == []

@@ -1,0 +1,70 @@
+"""The closed loop's bookkeeping, with a fake system whose requests take known times."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy
+
+from courier.bench import loop
+
+MS = 1_000_000
+
+
+class FakePeer:
+    """Sends take 2 ms, pops 1 ms; every third pop finds nothing; one send fails."""
+
+    def __init__(self, fail_on_send: int = -1) -> None:
+        self.sends = 0
+        self.pops = 0
+        self.fail_on_send = fail_on_send
+        self.finished: list[int] = []  # perf_counter_ns at the end of each request
+
+    async def send(self) -> None:
+        self.sends += 1
+        await asyncio.sleep(0.002)
+        if self.sends == self.fail_on_send:
+            raise ConnectionResetError("gone")
+        self.finished.append(time.perf_counter_ns())
+
+    async def pop(self) -> bool:
+        self.pops += 1
+        await asyncio.sleep(0.001)
+        self.finished.append(time.perf_counter_ns())
+        return self.pops % 3 != 0
+
+
+def window(warmup_ms: int, measured_ms: int) -> loop.Window:
+    start = time.perf_counter_ns() + 5 * MS
+    return loop.Window(start, start + warmup_ms * MS, start + (warmup_ms + measured_ms) * MS)
+
+
+async def test_only_requests_that_end_inside_the_window_count() -> None:
+    peer, tally, measured = FakePeer(), loop.Tally(), window(warmup_ms=60, measured_ms=120)
+    await loop.drive(peer, measured, tally)
+    inside = [instant for instant in peer.finished if measured.measures(instant)]
+    assert len(tally.send_ns) + len(tally.pop_ns) == len(inside)
+    assert 0 < len(inside) < len(peer.finished)  # the warm-up's requests are left out
+    assert min(tally.send_ns) >= 2 * MS and min(tally.pop_ns) >= 1 * MS
+    # It stops starting requests at the end: at most the one in flight runs over.
+    assert max(peer.finished) < measured.until_ns + 10 * MS
+
+
+async def test_empty_pops_and_failures_are_counted_and_the_loop_goes_on() -> None:
+    peer, tally = FakePeer(fail_on_send=3), loop.Tally()
+    await loop.drive(peer, window(warmup_ms=0, measured_ms=100), tally)
+    assert tally.errors == 1
+    assert tally.last_error == "ConnectionResetError: gone"
+    assert peer.sends > 5  # went on after the failure
+    # Pops 3, 6, 9, ... were empty. With no warm-up the counted pops are the first
+    # ones (the last may have ended after the window, uncounted).
+    assert tally.empty_pops == len(tally.pop_ns) // 3 > 0
+
+
+def test_a_report_joins_every_clients_latencies() -> None:
+    tallies = [loop.Tally([1, 2], [3], 1, 0, ""), loop.Tally([4], [5, 6], 0, 2, "Boom: x")]
+    report = loop.report("p", tallies)
+    assert numpy.array_equal(numpy.sort(report.send_ns), [1, 2, 4])
+    assert numpy.array_equal(numpy.sort(report.pop_ns), [3, 5, 6])
+    assert (report.empty_pops, report.errors, report.last_error) == (1, 2, "Boom: x")

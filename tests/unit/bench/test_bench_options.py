@@ -1,0 +1,57 @@
+"""`courier bench` options: checked before anything starts, also from the environment."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from courier.bench import rabbit
+from courier.cli import main
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    result = CliRunner().invoke(main.cli, ["bench", *args], env=env)
+    return result.exit_code, result.output
+
+
+def test_bench_is_a_courier_command() -> None:
+    code, output = invoke("--help")
+    assert code == 0
+    assert "peers" in output and "standard" in output
+
+
+@pytest.mark.parametrize(
+    ("args", "complaint"),
+    [
+        (("--systems", "courier,kafka"), "choose from courier, courier-db, rabbitmq"),
+        (("--clients", "1,many"), "expected numbers"),
+        (("--clients", "0,4"), "each at least 1"),
+        (("--duration", "0"), "must be positive"),
+        (("--warmup", "-1"), "must not be negative"),
+        (("--plot", "out.gif"), "name a .png or .svg file"),
+        (("--systems", "rabbitmq", "--rabbitmq", "none"), "no system left to run"),
+    ],
+)
+def test_bad_options_are_refused(args: tuple[str, ...], complaint: str) -> None:
+    code, output = invoke("peers", *args)
+    assert code == 2
+    assert complaint in output
+
+
+@pytest.mark.parametrize("variable", ["COURIER_BENCH_RABBITMQ", "COURIER_BENCH_PEERS_RABBITMQ"])
+def test_the_rabbitmq_url_comes_from_the_environment(variable: str) -> None:
+    code, output = invoke("peers", "--systems", "rabbitmq", env={variable: "none"})
+    assert code == 2
+    assert "no system left to run" in output
+
+
+def test_every_option_is_an_environment_variable() -> None:
+    code, output = invoke("peers", env={"COURIER_BENCH_PEERS_CLIENTS": "lots"})
+    assert code == 2 and "'lots': expected numbers" in output
+    code, output = invoke("standard", env={"COURIER_BENCH_STANDARD_CLIENTS": "0"})
+    assert code == 2 and "must be positive" in output
+
+
+def test_passwords_stay_out_of_what_is_shown() -> None:
+    assert rabbit.shown("amqp://guest:secret@host:5672/vh") == "amqp://guest:***@host:5672/vh"
+    assert rabbit.shown("amqp://host:5672/") == "amqp://host:5672/"
