@@ -1,6 +1,9 @@
 """RabbitMQ as the peer broker, with the guarantees a Courier send has.
 
-Each client has its own AMQP connection and channel with publisher confirms. A send
+Each client has its own channel with publisher confirms, and its own AMQP connection
+up to ``MAX_CONNECTIONS`` per client process; beyond that clients share connections,
+so a large level stays within the broker's default limit of 1,024 open files (past
+it the broker fails every request until it is restarted). A send
 publishes a persistent message (delivery_mode 2) to a durable queue and returns
 once the broker has confirmed it; a pop is ``basic.get`` followed by the ack.
 When the broker cannot be reached the system is skipped, saying so.
@@ -22,6 +25,8 @@ import aio_pika.exceptions
 from courier.bench import defaults, loop, peers
 
 CONNECT_TIMEOUT_S = 5.0
+MAX_CONNECTIONS = 128
+"""AMQP connections one client process opens at most."""
 UNREACHABLE = (OSError, asyncio.TimeoutError, aio_pika.exceptions.AMQPError)
 
 
@@ -50,14 +55,20 @@ class RabbitTarget:
         payload = body.encode()
         quiet_library_logs()
 
-        async def connect(index: int) -> loop.Peer:
+        async def connect() -> aio_pika.abc.AbstractConnection:
             connection = await aio_pika.connect(self.url, timeout=CONNECT_TIMEOUT_S)
             stack.push_async_callback(connection.close)
+            return connection
+
+        async def open_peer(connection: aio_pika.abc.AbstractConnection) -> loop.Peer:
             channel = await connection.channel(publisher_confirms=True)
             queue = await channel.declare_queue(self.queue, durable=True)
             return RabbitPeer(channel.default_exchange, queue, payload)
 
-        return list(await asyncio.gather(*(connect(index) for index in clients)))
+        count = min(len(clients), MAX_CONNECTIONS)
+        connections = await asyncio.gather(*(connect() for _ in range(count)))
+        peers = [open_peer(connections[n % count]) for n in range(len(clients))]
+        return list(await asyncio.gather(*peers))
 
 
 @dataclass(frozen=True, slots=True)

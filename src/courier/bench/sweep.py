@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from courier.bench import database, defaults, loop, peers, rabbit, results
-from courier.lab import clientpool, loadgen, manifest, workloads
+from courier.lab import clientpool, loadgen, manifest, processes, workloads
 
 START_DELAY_S = 0.2
 """Between the go and the common start instant, so every process starts together."""
@@ -154,9 +154,11 @@ async def _run_system(
                     async with system.level(clients) as target:
                         result = await run_level(system.name, target, clients, settings, reporter)
                     outcome.results.append(result)
-                except peers.Skipped as skipped:
-                    outcome.skipped[f"{system.name}@{clients}"] = str(skipped)
-                    reporter.note(str(skipped))
+                except (peers.Skipped, processes.ProcessFailed) as failed:
+                    # A level this box cannot carry (e.g. too many connections) is
+                    # reported, and the sweep goes on with the next.
+                    outcome.skipped[f"{system.name}@{clients}"] = str(failed)
+                    reporter.note(f"{system.name} at {clients} clients: {failed}")
                 if own_dsn:
                     await database.settle(own_dsn)
     except peers.Skipped as skipped:

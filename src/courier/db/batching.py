@@ -16,7 +16,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import asyncpg
 
@@ -35,6 +35,8 @@ MAX_IN_FLIGHT = 1
 """Calls one batcher keeps running at once: a new batch forms while they run."""
 
 RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
+Select = Callable[[Sequence[R]], list[int]]
+"""Which of the waiting requests (by index, in order) can go in one call."""
 
 
 @dataclass(slots=True)
@@ -58,8 +60,10 @@ class Batcher(Generic[R, T]):
         *,
         max_batch: int = MAX_BATCH,
         max_in_flight: int = MAX_IN_FLIGHT,
+        select: Select[R] | None = None,
     ) -> None:
         self._run = run
+        self._select = select
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
         self._pending: list[_Pending[R, T]] = []
@@ -80,14 +84,25 @@ class Batcher(Generic[R, T]):
     async def _drain(self) -> None:
         try:
             while self._pending:
-                batch = self._pending[: self._max_batch]
-                del self._pending[: self._max_batch]
                 # A caller that gave up (cancelled) must not have a message popped for it.
-                batch = [pending for pending in batch if not pending.future.done()]
+                self._pending = [pending for pending in self._pending if not pending.future.done()]
+                batch = self._take()
                 if batch:
                     await self._answer(batch)
         finally:
             self._in_flight -= 1
+
+    def _take(self) -> list[_Pending[R, T]]:
+        """The next batch, removed from the waiting list."""
+        if self._select is None:
+            chosen = list(range(min(len(self._pending), self._max_batch)))
+        else:
+            chosen = self._select([pending.request for pending in self._pending])
+            chosen = chosen[: self._max_batch]
+        batch = [self._pending[index] for index in chosen]
+        taken = set(chosen)
+        self._pending = [p for index, p in enumerate(self._pending) if index not in taken]
+        return batch
 
     async def _answer(self, batch: list[_Pending[R, T]]) -> None:
         started = time.perf_counter_ns()
@@ -123,18 +138,20 @@ def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
         future.set_result(answer)
 
 
-PopKey = tuple[int, models.Order]
-
-
 class BatchedRepository(repository.Repository):
-    """The repository, with sends and pops by queue coalesced into batched calls."""
+    """The repository, with sends and pops by queue coalesced into batched calls.
+
+    Both kinds share one batcher, so the sends and pops waiting at one moment cost one
+    round trip and one commit between them.
+    """
 
     def __init__(
         self, pool: asyncpg.Pool, limits: config.Limits = repository.DEFAULT_LIMITS
     ) -> None:
         super().__init__(pool, limits)
-        self._sends: Batcher[repository.SendRequest, list[int]] = Batcher(self.send_many)
-        self._pops: dict[PopKey, Batcher[int, models.Message]] = {}
+        self._batcher: Batcher[repository.Operation, Any] = Batcher(
+            self.exchange, select=one_exchange
+        )
 
     async def send(
         self,
@@ -149,7 +166,8 @@ class BatchedRepository(repository.Repository):
     ) -> list[int]:
         self._check_message(body, priority)
         request = repository.SendRequest(sender_id, queue_ids, body, receiver, priority, context)
-        return await self._sends.submit(request, timing)
+        ids: list[int] = await self._batcher.submit(request, timing)
+        return ids
 
     async def read(
         self,
@@ -166,17 +184,17 @@ class BatchedRepository(repository.Repository):
                 reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
                 timing=timing,
             )  # fmt: skip
-        return await self._pop_batcher((queue_id, order)).submit(reader_id, timing)
+        request = repository.PopRequest(reader_id, queue_id, order)
+        message: models.Message = await self._batcher.submit(request, timing)
+        return message
 
-    def _pop_batcher(self, key: PopKey) -> Batcher[int, models.Message]:
-        batcher = self._pops.get(key)
-        if batcher is None:
-            if len(self._pops) > MAX_BATCH:  # forget idle queues, so the map stays small
-                self._pops = {k: b for k, b in self._pops.items() if not b.idle}
-            queue_id, order = key
 
-            def pop_many(readers: list[int]) -> Awaitable[repository.BatchOutcome[models.Message]]:
-                return self.pop_many(queue_id, order, readers)
-
-            batcher = self._pops[key] = Batcher(pop_many)
-        return batcher
+def one_exchange(operations: Sequence[repository.Operation]) -> list[int]:
+    """Every waiting send, and the pops that share the first waiting pop's group."""
+    first = next((op for op in operations if isinstance(op, repository.PopRequest)), None)
+    group = repository.pop_group(first) if first is not None else None
+    return [
+        index
+        for index, op in enumerate(operations)
+        if isinstance(op, repository.SendRequest) or repository.pop_group(op) == group
+    ]

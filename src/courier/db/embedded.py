@@ -193,7 +193,7 @@ class EmbeddedPostgres:
             "unix_socket_directories = ''",
             "max_connections = 300",
             # The messages table churns; vacuum finds its dead rows within seconds.
-            "autovacuum_naptime = 5s",
+            "autovacuum_naptime = 1s",
         ]
         if not self.durable:
             lines += ["fsync = off", "synchronous_commit = off", "full_page_writes = off"]

@@ -196,39 +196,51 @@ class Repository:
         )  # fmt: skip
         return _message(row)
 
-    async def send_many(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
-        """Store a batch of sends in one call and one commit. Each request gets its ids
-        or its own error; a bad request stores nothing and fails no other."""
-        copies = [(n, queue_id) for n, send in enumerate(sends, 1) for queue_id in send.queue_ids]
+    async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
+        """Carry out sends and the pops of one queue in one call and one commit: the
+        sends are stored first, then the pops are taken. Each operation gets its own
+        answer (ids for a send, a message for a pop) or its own error; a bad send
+        stores nothing and fails no other. BadRequest if the pops name several
+        queues or orders (``pop_group`` says which go together)."""
+        sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
+        pops = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, PopRequest)]
+        if len({pop_group(pop) for _, pop in pops}) > 1:
+            raise errors.BadRequest("one exchange pops from one queue in one order")
+        group = pop_group(pops[0][1]) if pops else (None, models.Order.TIME)
+        copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
         rows = await self._call_many(
-            "courier_send_batch_v1($1, $2, $3, $4, $5, $6, $7, $8)",
-            [send.sender_id for send in sends],
-            [send.body for send in sends],
-            [send.receiver for send in sends],
-            [send.priority for send in sends],
-            [send.context for send in sends],
-            [n for n, _ in copies],
-            [queue_id for _, queue_id in copies],
+            "courier_exchange_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            [n for n, _ in sends],
+            [send.sender_id for _, send in sends],
+            [send.body for _, send in sends],
+            [send.receiver for _, send in sends],
+            [send.priority for _, send in sends],
+            [send.context for _, send in sends],
+            [k for k, _ in copies],
+            [queue for _, queue in copies],
             self.limits.max_body_bytes,
+            [n for n, _ in pops],
+            group[0],
+            str(group[1]),
+            [pop.reader_id for _, pop in pops],
         )  # fmt: skip
-        return BatchOutcome(
-            [_outcome(row, list(row["message_ids"] or ())) for row in rows], _exec_ns(rows)
-        )
+        answers: list[Any] = [_MISSING] * len(operations)
+        for row in rows:
+            answers[row["request"] - 1] = _answer(operations[row["request"] - 1], row)
+        if any(answer is _MISSING for answer in answers):
+            raise errors.InternalError("the database left a request of the batch unanswered")
+        return BatchOutcome(answers, max((row["exec_ns"] for row in rows), default=0))
+
+    async def send_many(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
+        """Store a batch of sends in one call and one commit (see ``exchange``)."""
+        return await self.exchange(sends)
 
     async def pop_many(
         self, queue_id: int, order: models.Order, reader_ids: Sequence[int]
     ) -> BatchOutcome[models.Message]:
         """One pop per reader from one queue, in one call and one commit; each gets a
         message, QueueEmpty, or the queue's error."""
-        rows = await self._call_many(
-            "courier_pop_batch_v1($1, $2, $3)", queue_id, str(order), list(reader_ids)
-        )
-        answers: list[models.Message | errors.CourierError] = [_MISSING] * len(reader_ids)
-        for row in rows:
-            answers[row["request"] - 1] = _outcome(row, row) if row["status"] else _message(row)
-        if any(answer is _MISSING for answer in answers):
-            raise errors.InternalError("the database left a pop of the batch unanswered")
-        return BatchOutcome(answers, _exec_ns(rows))
+        return await self.exchange([PopRequest(reader, queue_id, order) for reader in reader_ids])
 
     async def pop_response(
         self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
@@ -297,6 +309,23 @@ class SendRequest:
     context: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PopRequest:
+    """One pop by queue as the batched path takes it."""
+
+    reader_id: int
+    queue_id: int
+    order: models.Order = models.Order.TIME
+
+
+Operation = SendRequest | PopRequest
+
+
+def pop_group(pop: PopRequest) -> tuple[int, models.Order]:
+    """Pops with the same group can share one exchange."""
+    return (pop.queue_id, pop.order)
+
+
 T = TypeVar("T")
 
 
@@ -312,17 +341,15 @@ class BatchOutcome(Generic[T]):
 _MISSING: Any = object()
 
 
-def _outcome(row: Any, result: T) -> T | errors.CourierError:
+def _answer(operation: Operation, row: Any) -> Any:
     status = row["status"]
-    if not status:
-        return result
     if status == errors.Status.PAYLOAD_TOO_LARGE:
         return errors.PayloadTooLarge(row["message"])
-    return errors.for_status(status, row["message"])
-
-
-def _exec_ns(rows: list[Any]) -> int:
-    return max((row["exec_ns"] for row in rows), default=0)
+    if status:
+        return errors.for_status(status, row["message"])
+    if isinstance(operation, SendRequest):
+        return list(row["message_ids"])
+    return _message(row)
 
 
 def _id_or_name(key: int | str) -> tuple[int | None, str | None]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 import pytest
@@ -19,15 +21,17 @@ Send = repository.SendRequest
 
 
 class CountingRepository(batching.BatchedRepository):
-    """The batched repository, noting the size of every batched send it makes."""
+    """The batched repository, noting the size of every batched call it makes."""
 
     def __init__(self, pool: asyncpg.Pool) -> None:
         super().__init__(pool)
-        self.send_batches: list[int] = []
+        self.batches: list[int] = []
 
-    async def send_many(self, sends: list[Send]) -> repository.BatchOutcome[list[int]]:
-        self.send_batches.append(len(sends))
-        return await super().send_many(sends)
+    async def exchange(
+        self, operations: Sequence[repository.Operation]
+    ) -> repository.BatchOutcome[Any]:
+        self.batches.append(len(operations))
+        return await super().exchange(operations)
 
 
 @pytest.fixture
@@ -120,7 +124,7 @@ async def test_concurrent_sends_share_a_call_and_keep_their_answers(
 
     assert isinstance(outcomes[7], errors.QueueNotFound)
     assert all(isinstance(ids, list) and len(ids) == 1 for n, ids in enumerate(outcomes) if n != 7)
-    assert len(batched.send_batches) < 40  # they really were batched
+    assert len(batched.batches) < 40  # they really were batched
     assert sorted(await stored_bodies(pool)) == sorted(f"m{n}" for n in range(40) if n != 7)
 
 
@@ -137,7 +141,7 @@ async def test_a_batch_the_database_refuses_whole_stores_nothing_half(
     assert isinstance(outcomes[2], errors.BadRequest)
     assert [len(ids) for ids in outcomes if isinstance(ids, list)] == [1, 1, 1]
     assert sorted(await stored_bodies(pool)) == ["a", "b", "c"]
-    assert batched.send_batches == [4, 1, 1, 1, 1]  # the refused batch, then one by one
+    assert batched.batches == [4, 1, 1, 1, 1]  # the refused batch, then one by one
 
 
 async def test_batched_pops_go_through_one_call_per_queue_and_order(
@@ -227,3 +231,24 @@ async def test_racing_pop_batches_of_mixed_audiences_never_miss_a_visible_messag
         assert await message_count(pool) == 0
     finally:
         await pool.close()
+
+
+async def test_an_exchange_stores_its_sends_before_it_takes_its_pops(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    missing = 404_404
+    outcome = await repo.exchange([
+        repository.PopRequest(writer.id, queue.id),
+        Send(writer.id, [queue.id], "sent in the same call"),
+        repository.PopRequest(writer.id, missing),
+        Send(writer.id, [missing], "to a missing queue"),
+        repository.PopRequest(writer.id, queue.id, models.Order.PRIORITY),
+    ])  # fmt: skip
+    first, sent, lost_pop, lost_send, second = outcome.answers
+    assert isinstance(sent, list) and len(sent) == 1
+    assert isinstance(first, models.Message) and first.id == sent[0]
+    assert isinstance(lost_pop, errors.QueueNotFound)
+    assert isinstance(lost_send, errors.QueueNotFound)
+    assert isinstance(second, errors.QueueEmpty)
+    assert await message_count(pool) == 0

@@ -367,3 +367,36 @@ BEGIN
 END;
 $$;
 
+
+-- Everything a middleware has waiting, in one call and one commit: the sends first
+-- (courier_send_batch_v1), then the pops of one queue in one order
+-- (courier_pop_batch_v1; p_pop_readers empty for none). Request numbers are the
+-- caller's: send n is request p_send_requests[n], pop n is request p_pop_requests[n];
+-- one row per request, with message_ids for a send and the message columns for a pop.
+CREATE FUNCTION courier_exchange_v1(
+    p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queue bigint, p_pop_order text, p_pop_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF cardinality(p_send_requests) > 0 THEN
+        RETURN QUERY
+        SELECT p_send_requests[s.request], s.status, s.message, s.message_ids, NULL::bigint,
+               NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+               NULL::timestamptz, NULL::text, s.exec_ns
+        FROM courier_send_batch_v1(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+                                   p_copy_sends, p_copy_queues, p_max_body_bytes) s;
+    END IF;
+    IF cardinality(p_pop_requests) > 0 THEN
+        RETURN QUERY
+        SELECT p_pop_requests[p.request], p.status, p.message, NULL::bigint[], p.id,
+               p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority, p.created_at,
+               p.body, p.exec_ns
+        FROM courier_pop_batch_v1(p_pop_queue, p_pop_order, p_pop_readers) p;
+    END IF;
+END;
+$$;
