@@ -35,8 +35,6 @@ MAX_IN_FLIGHT = 1
 """Calls one batcher keeps running at once: a new batch forms while they run."""
 
 RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
-Select = Callable[[Sequence[R]], list[int]]
-"""Which of the waiting requests (by index, in order) can go in one call."""
 
 
 @dataclass(slots=True)
@@ -60,10 +58,8 @@ class Batcher(Generic[R, T]):
         *,
         max_batch: int = MAX_BATCH,
         max_in_flight: int = MAX_IN_FLIGHT,
-        select: Select[R] | None = None,
     ) -> None:
         self._run = run
-        self._select = select
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
         self._pending: list[_Pending[R, T]] = []
@@ -94,14 +90,8 @@ class Batcher(Generic[R, T]):
 
     def _take(self) -> list[_Pending[R, T]]:
         """The next batch, removed from the waiting list."""
-        if self._select is None:
-            chosen = list(range(min(len(self._pending), self._max_batch)))
-        else:
-            chosen = self._select([pending.request for pending in self._pending])
-            chosen = chosen[: self._max_batch]
-        batch = [self._pending[index] for index in chosen]
-        taken = set(chosen)
-        self._pending = [p for index, p in enumerate(self._pending) if index not in taken]
+        batch = self._pending[: self._max_batch]
+        del self._pending[: self._max_batch]
         return batch
 
     async def _answer(self, batch: list[_Pending[R, T]]) -> None:
@@ -141,17 +131,15 @@ def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
 class BatchedRepository(repository.Repository):
     """The repository, with sends and pops by queue coalesced into batched calls.
 
-    Both kinds share one batcher, so the sends and pops waiting at one moment cost one
-    round trip and one commit between them.
+    Both kinds, for every queue, share one batcher, so the sends and pops waiting at
+    one moment cost one round trip and one commit between them.
     """
 
     def __init__(
         self, pool: asyncpg.Pool, limits: config.Limits = repository.DEFAULT_LIMITS
     ) -> None:
         super().__init__(pool, limits)
-        self._batcher: Batcher[repository.Operation, Any] = Batcher(
-            self.exchange, select=one_exchange
-        )
+        self._batcher: Batcher[repository.Operation, Any] = Batcher(self._run_batch)
 
     async def send(
         self,
@@ -188,13 +176,29 @@ class BatchedRepository(repository.Repository):
         message: models.Message = await self._batcher.submit(request, timing)
         return message
 
-
-def one_exchange(operations: Sequence[repository.Operation]) -> list[int]:
-    """Every waiting send, and the pops that share the first waiting pop's group."""
-    first = next((op for op in operations if isinstance(op, repository.PopRequest)), None)
-    group = repository.pop_group(first) if first is not None else None
-    return [
-        index
-        for index, op in enumerate(operations)
-        if isinstance(op, repository.SendRequest) or repository.pop_group(op) == group
-    ]
+    async def _run_batch(
+        self, operations: list[repository.Operation]
+    ) -> repository.BatchOutcome[Any]:
+        """A batch of one takes the single-request functions, which are quicker alone."""
+        if len(operations) > 1:
+            return await self.exchange(operations)
+        (operation,) = operations
+        timing = Timing()
+        answer: Any
+        try:
+            if isinstance(operation, repository.SendRequest):
+                answer = await super().send(
+                    operation.sender_id, operation.queue_ids, operation.body,
+                    receiver=operation.receiver, priority=operation.priority,
+                    context=operation.context, timing=timing,
+                )  # fmt: skip
+            else:
+                answer = await super().read(
+                    operation.reader_id, queue_id=operation.queue_id, order=operation.order,
+                    pop=True, timing=timing,
+                )  # fmt: skip
+        except errors.CourierError as exc:
+            if isinstance(exc, errors.Unavailable):
+                raise
+            answer = exc
+        return repository.BatchOutcome([answer], timing.exec_ns)

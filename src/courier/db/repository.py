@@ -197,16 +197,17 @@ class Repository:
         return _message(row)
 
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
-        """Carry out sends and the pops of one queue in one call and one commit: the
-        sends are stored first, then the pops are taken. Each operation gets its own
-        answer (ids for a send, a message for a pop) or its own error; a bad send
-        stores nothing and fails no other. BadRequest if the pops name several
-        queues or orders (``pop_group`` says which go together)."""
+        """Carry out many sends and pops in one call and one commit: the sends are
+        stored first, then the pops of each queue are taken together, queue by queue
+        in the order of their first pop. Each operation gets its own answer (ids for a
+        send, a message for a pop) or its own error; a bad send stores nothing and
+        fails no other."""
         sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
-        pops = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, PopRequest)]
-        if len({pop_group(pop) for _, pop in pops}) > 1:
-            raise errors.BadRequest("one exchange pops from one queue in one order")
-        group = pop_group(pops[0][1]) if pops else (None, models.Order.TIME)
+        groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
+        for n, op in enumerate(operations, 1):
+            if isinstance(op, PopRequest):
+                groups.setdefault((op.queue_id, op.order), []).append((n, op))
+        pops = [numbered for group in groups.values() for numbered in group]
         copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
         rows = await self._call_many(
             "courier_exchange_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
@@ -220,8 +221,8 @@ class Repository:
             [queue for _, queue in copies],
             self.limits.max_body_bytes,
             [n for n, _ in pops],
-            group[0],
-            str(group[1]),
+            [pop.queue_id for _, pop in pops],
+            [str(pop.order) for _, pop in pops],
             [pop.reader_id for _, pop in pops],
         )  # fmt: skip
         answers: list[Any] = [_MISSING] * len(operations)
@@ -319,11 +320,6 @@ class PopRequest:
 
 
 Operation = SendRequest | PopRequest
-
-
-def pop_group(pop: PopRequest) -> tuple[int, models.Order]:
-    """Pops with the same group can share one exchange."""
-    return (pop.queue_id, pop.order)
 
 
 T = TypeVar("T")

@@ -141,7 +141,7 @@ async def test_a_batch_the_database_refuses_whole_stores_nothing_half(
     assert isinstance(outcomes[2], errors.BadRequest)
     assert [len(ids) for ids in outcomes if isinstance(ids, list)] == [1, 1, 1]
     assert sorted(await stored_bodies(pool)) == ["a", "b", "c"]
-    assert batched.batches == [4, 1, 1, 1, 1]  # the refused batch, then one by one
+    assert batched.batches == [4]  # the refused batch; then each ran alone, as a single call
 
 
 async def test_batched_pops_go_through_one_call_per_queue_and_order(
@@ -237,18 +237,37 @@ async def test_an_exchange_stores_its_sends_before_it_takes_its_pops(
     repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
     queue: models.Queue,
 ) -> None:  # fmt: skip
-    missing = 404_404
     outcome = await repo.exchange([
         repository.PopRequest(writer.id, queue.id),
         Send(writer.id, [queue.id], "sent in the same call"),
-        repository.PopRequest(writer.id, missing),
-        Send(writer.id, [missing], "to a missing queue"),
-        repository.PopRequest(writer.id, queue.id, models.Order.PRIORITY),
+        Send(writer.id, [404_404], "to a missing queue"),
+        repository.PopRequest(writer.id, queue.id),
     ])  # fmt: skip
-    first, sent, lost_pop, lost_send, second = outcome.answers
+    first, sent, lost_send, second = outcome.answers
     assert isinstance(sent, list) and len(sent) == 1
     assert isinstance(first, models.Message) and first.id == sent[0]
-    assert isinstance(lost_pop, errors.QueueNotFound)
     assert isinstance(lost_send, errors.QueueNotFound)
     assert isinstance(second, errors.QueueEmpty)
     assert await message_count(pool) == 0
+
+
+async def test_one_exchange_serves_the_pops_of_several_queues_and_orders(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    other = await batched.create_queue("other")
+    for target in (queue, other):
+        await batched.send(writer.id, [target.id], f"for {target.name}")
+    popped = await asyncio.gather(
+        batched.read(writer.id, queue_id=queue.id, pop=True),
+        batched.read(writer.id, queue_id=other.id, pop=True),
+        batched.send(writer.id, [queue.id], "third"),
+        batched.read(writer.id, queue_id=other.id, pop=True),
+        batched.read(writer.id, queue_id=queue.id, order=models.Order.PRIORITY, pop=True),
+        return_exceptions=True,
+    )
+    # The send is stored first; then each queue's pops, in the order of their first pop.
+    assert [getattr(answer, "body", None) for answer in popped] == [
+        "for jobs", "for other", None, None, "third"
+    ]  # fmt: skip
+    assert isinstance(popped[2], list) and isinstance(popped[3], errors.QueueEmpty)
+    assert batched.batches == [5]  # submitted together: one call

@@ -369,19 +369,24 @@ $$;
 
 
 -- Everything a middleware has waiting, in one call and one commit: the sends first
--- (courier_send_batch_v1), then the pops of one queue in one order
--- (courier_pop_batch_v1; p_pop_readers empty for none). Request numbers are the
--- caller's: send n is request p_send_requests[n], pop n is request p_pop_requests[n];
--- one row per request, with message_ids for a send and the message columns for a pop.
+-- (courier_send_batch_v1), then the pops of each (queue, order) together
+-- (courier_pop_batch_v1). The pops come grouped: all pops of one queue in one order
+-- stand next to each other, the groups in the order they are to be served. Request
+-- numbers are the caller's: send n is request p_send_requests[n], pop n is request
+-- p_pop_requests[n]; one row per request, with message_ids for a send and the
+-- message columns for a pop.
 CREATE FUNCTION courier_exchange_v1(
     p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
     p_max_body_bytes integer,
-    p_pop_requests integer[], p_pop_queue bigint, p_pop_order text, p_pop_readers bigint[])
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
                priority smallint, created_at timestamptz, body text, exec_ns bigint)
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_pops integer := coalesce(cardinality(p_pop_requests), 0);
+    v_first integer := 1;  -- where the current group of pops starts
 BEGIN
     IF cardinality(p_send_requests) > 0 THEN
         RETURN QUERY
@@ -391,12 +396,16 @@ BEGIN
         FROM courier_send_batch_v1(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
                                    p_copy_sends, p_copy_queues, p_max_body_bytes) s;
     END IF;
-    IF cardinality(p_pop_requests) > 0 THEN
+    FOR v_last IN 1..v_pops LOOP
+        CONTINUE WHEN v_last < v_pops AND p_pop_queues[v_last + 1] = p_pop_queues[v_last]
+                      AND p_pop_orders[v_last + 1] = p_pop_orders[v_last];
         RETURN QUERY
-        SELECT p_pop_requests[p.request], p.status, p.message, NULL::bigint[], p.id,
-               p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority, p.created_at,
-               p.body, p.exec_ns
-        FROM courier_pop_batch_v1(p_pop_queue, p_pop_order, p_pop_readers) p;
-    END IF;
+        SELECT p_pop_requests[v_first - 1 + p.request], p.status, p.message, NULL::bigint[],
+               p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+               p.created_at, p.body, p.exec_ns
+        FROM courier_pop_batch_v1(p_pop_queues[v_last], p_pop_orders[v_last],
+                                  p_pop_readers[v_first:v_last]) p;
+        v_first := v_last + 1;
+    END LOOP;
 END;
 $$;
