@@ -3,8 +3,9 @@
 Requests on a connection are pipelined: each runs as its own task and its reply
 echoes its request id, in whatever order replies complete. LOGIN and LOGOUT are the
 exception: reading pauses until they finish, so every request sees the session as
-it was when the request arrived. Each reply is a single ``write`` of a whole frame,
-so replies never interleave.
+it was when the request arrived. Replies are whole frames, so they never
+interleave; those that complete in the same turn of the event loop (the answers of
+one batched database call) leave in one ``writelines``.
 
 A frame that cannot be parsed gets BAD_REQUEST and the connection carries on; a
 stream that can no longer be cut into frames (bad version, oversize frame) or a
@@ -58,6 +59,7 @@ class Connection:
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._reading: asyncio.Task[None] | None = None
         self._stopping = False
+        self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
 
     @property
     def peer(self) -> str:
@@ -208,10 +210,16 @@ class Connection:
 
     # -- writing and closing -------------------------------------------------------
     def _write(self, data: bytes) -> int:
-        """Hand one whole frame to the transport; returns when it was handed over."""
-        if not self._writer.is_closing():
-            self._writer.write(data)
+        """Queue one whole frame for this turn's write; returns when it was queued."""
+        if not self._outbox:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._outbox.append(data)
         return time.perf_counter_ns()
+
+    def _flush(self) -> None:
+        outbox, self._outbox = self._outbox, []
+        if outbox and not self._writer.is_closing():
+            self._writer.writelines(outbox)
 
     async def _drain(self) -> None:
         # Backpressure: a reader that does not read slows its own requests only.
@@ -227,6 +235,7 @@ class Connection:
         if self._tasks:
             await asyncio.wait(list(self._tasks))
         await self._log_out()
+        self._flush()
         self._writer.close()
         with contextlib.suppress(ConnectionError):
             await self._writer.wait_closed()

@@ -157,9 +157,61 @@ CREATE FUNCTION courier_queues_for_me_v1(
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
 
+-- == Batched data path ==============================================================
+
+CREATE FUNCTION courier_send_batch_v1(
+    p_senders bigint[], p_bodies text[], p_receivers bigint[], p_priorities integer[],
+    p_contexts bigint[], p_copy_requests integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[],
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT r.n::integer, 0::smallint, NULL::text,
+           ARRAY(SELECT generate_series(1, (SELECT count(*) FROM unnest(p_copy_requests) c
+                                            WHERE c = r.n)))::bigint[],
+           0::bigint
+    FROM generate_subscripts(p_senders, 1) r(n)
+$$;
+
+CREATE FUNCTION courier_take_one_v1(p_reader_id bigint, p_queue_id bigint, p_order text)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 1::bigint $$;
+
+CREATE FUNCTION courier_pop_batch_v1(p_queue_id bigint, p_order text, p_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
+               sender_id bigint, receiver_id bigint, context bigint, priority smallint,
+               created_at timestamptz, body text, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT r.n::integer, 0::smallint, NULL::text, 1::bigint, p_queue_id, p_readers[r.n],
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
+           'courier mock message', 0::bigint
+    FROM generate_subscripts(p_readers, 1) r(n)
+$$;
+
+CREATE FUNCTION courier_exchange_v1(
+    p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body text, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_send_requests[s.request], 0::smallint, NULL::text, s.message_ids, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+           NULL::timestamptz, NULL::text, 0::bigint
+    FROM courier_send_batch_v1(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+                               p_copy_sends, p_copy_queues, p_max_body_bytes) s
+    UNION ALL
+    SELECT p_pop_requests[r.n], 0::smallint, NULL::text, NULL::bigint[], 1::bigint,
+           p_pop_queues[r.n], p_pop_readers[r.n], NULL::bigint, NULL::bigint, 5::smallint,
+           timestamptz '2024-01-01 00:00:00+00', 'courier mock message', 0::bigint
+    FROM generate_subscripts(p_pop_requests, 1) r(n)
+$$;
+
 -- == Triggers ========================================================================
 
-CREATE FUNCTION courier_notify_message_v1()
+CREATE FUNCTION courier_notify_messages_v2()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
