@@ -1,8 +1,13 @@
-"""Benchmarks anyone can run: `courier bench peers` and `courier bench standard`.
+"""Benchmarks anyone can run: `courier bench peers`, `standard`, `churn`, `flat` and `pops`.
 
 - ``peers``: the systems (Courier through its middleware, Courier's database tier
   directly) and ``rabbit`` (RabbitMQ), each driven by ``loop``'s closed loop in
-  client processes, over the levels that ``sweep`` runs;
+  client processes (started by ``launch``), over the levels that ``sweep`` runs;
 - ``standard``: the lab's standard cycle, summed up from its records;
-- ``results`` (percentiles, ratios, JSON) and ``output`` (tables, progress, plot).
+- ``churn``: the closed loop through Courier for minutes, cut into ``intervals``,
+  with the messages table sampled as each ends;
+- ``flat``: one pop beside millions of messages for others; ``pops``: the database
+  tier emptying a full queue at several numbers of connections;
+- ``database`` (the run's database, bulk loads, table samples), ``results``
+  (percentiles, ratios, JSON), ``progress`` and ``output`` (tables, progress, plots).
 """

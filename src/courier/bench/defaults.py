@@ -17,5 +17,14 @@ MIDDLEWARES = 2
 MESSAGE_SIZE = 200
 RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
+CHURN_CLIENTS = 64
+CHURN_DURATION_S = 600.0
+CHURN_INTERVAL_S = 60.0
+FLAT_BACKGROUND = (0, 1_000_000, 10_000_000)
+FLAT_SAMPLES = 2000
+POPS_MESSAGES = 50_000
+POPS_POPPERS = (1, 4, 16, 64)
+POPS_BATCH = 16
+
 SERVE = config.ServerSettings()
 """What `courier serve` uses unless told otherwise (pool size, clients per instance)."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from courier.bench import results, standard
+from courier.bench import churn, database, flat, pops, results, standard
 
 PLOT_SUFFIXES = (".png", ".svg")
 PIPED_WIDTH = 120
@@ -27,17 +28,19 @@ def stdout() -> Console:
 
 
 class ProgressReporter:
-    """A bar over the seconds of the level that is running (on stderr)."""
+    """A bar over the phase that is running, e.g. the seconds of a level (on stderr)."""
 
     def __init__(self, console: Console) -> None:
         self.progress = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            TextColumn("{task.completed:.0f}/{task.total:.0f} s"),
+            TextColumn("{task.fields[amount]}"),
             TimeRemainingColumn(),
             console=console,
         )
-        self._task = self.progress.add_task("", total=1, visible=False)
+        self._task = self.progress.add_task("", total=1, visible=False, amount="")
+        self._total: float | None = None
+        self._unit = ""
 
     def __enter__(self) -> ProgressReporter:
         self.progress.start()
@@ -46,12 +49,24 @@ class ProgressReporter:
     def __exit__(self, *exc_info: object) -> None:
         self.progress.stop()
 
+    def phase(self, description: str, total: float | None, unit: str) -> None:
+        # A new task: a task's total cannot be set back to None (no known end).
+        self.progress.remove_task(self._task)
+        self._task = self.progress.add_task(description, total=total, amount="")
+        self._total, self._unit = total, unit
+        self.advance(0)
+
+    def advance(self, completed: float) -> None:
+        total = self._total
+        done = f"{completed:,.0f}" + ("" if total is None else f"/{total:,.0f}")
+        amount = f"{done} {self._unit}" if completed or total is not None else ""
+        self.progress.update(self._task, completed=completed, amount=amount)
+
     def level_started(self, system: str, clients: int, seconds: float) -> None:
-        self.progress.reset(self._task, total=seconds, visible=True)
-        self.progress.update(self._task, description=f"{system:<10} {clients:>5} clients")
+        self.phase(f"{system:<10} {clients:>5} clients", seconds, "s")
 
     def level_progress(self, elapsed_s: float) -> None:
-        self.progress.update(self._task, completed=elapsed_s)
+        self.advance(elapsed_s)
 
     def level_finished(self, result: results.LevelResult) -> None:
         self.progress.update(self._task, visible=False)
@@ -118,14 +133,27 @@ def _times(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}x"
 
 
-def plot(found: Sequence[results.LevelResult], path: Path) -> None:
-    """Throughput and p99 against clients, one line per system (PNG or SVG by suffix)."""
+def _pyplot() -> Any:
     import matplotlib  # only when a plot is asked for: it is slow to import
 
     matplotlib.use("Agg")
-    from matplotlib import pyplot, ticker
+    from matplotlib import pyplot
 
-    figure, (throughput, tail) = pyplot.subplots(1, 2, figsize=(11, 4.2))
+    return pyplot
+
+
+def _save(figure: Any, path: Path) -> None:
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path)
+    _pyplot().close(figure)
+
+
+def plot(found: Sequence[results.LevelResult], path: Path) -> None:
+    """Throughput and p99 against clients, one line per system (PNG or SVG by suffix)."""
+    from matplotlib import ticker
+
+    figure, (throughput, tail) = _pyplot().subplots(1, 2, figsize=(11, 4.2))
     for system in dict.fromkeys(result.system for result in found):
         mine = sorted((r for r in found if r.system == system), key=lambda r: r.clients)
         clients = [r.clients for r in mine]
@@ -146,7 +174,106 @@ def plot(found: Sequence[results.LevelResult], path: Path) -> None:
     tail.yaxis.set_major_formatter(ticker.StrMethodFormatter("{x:g}"))
     tail.yaxis.set_minor_formatter(ticker.NullFormatter())
     figure.suptitle("Courier and its peers: send + pop on one shared queue")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path)
-    pyplot.close(figure)
+    _save(figure, path)
+
+
+# -- churn, flat, pops --------------------------------------------------------------------
+
+
+def churn_table(settings: churn.Settings, found: churn.ChurnResult) -> Table:
+    """One row per interval: the clients' figures, then courier_messages at its end."""
+    table = Table(
+        title=f"churn: {settings.clients} clients, {settings.middlewares} middleware,"
+        f" {settings.interval_s:g} s intervals",
+        title_justify="left",
+    )
+    for column in ("interval s", "ops/s", "cycles/s", "p50 ms", "p99 ms", "live rows",
+                   "dead rows", "autovacuums", "size MiB"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for interval in found.intervals:
+        sample = found.sample_after(interval)
+        latency = _percentiles(interval.latency)
+        table.add_row(
+            f"{interval.start_s:g}-{interval.end_s:g}", f"{interval.ops_per_s:,.0f}",
+            f"{interval.cycles_per_s:,.0f}", latency[0], latency[2],
+            *(_table_sample(sample) if sample else ["-"] * 4),
+        )  # fmt: skip
+    return table
+
+
+def _table_sample(sample: database.TableSample) -> list[str]:
+    return [f"{sample.live_rows:,}", f"{sample.dead_rows:,}", str(sample.autovacuums),
+            f"{sample.total_bytes / 2**20:,.1f}"]  # fmt: skip
+
+
+def churn_plot(found: churn.ChurnResult, path: Path) -> None:
+    """Throughput per interval, and dead rows against time."""
+    figure, (throughput, dead) = _pyplot().subplots(1, 2, figsize=(11, 4.2))
+    throughput.bar(
+        [interval.start_s for interval in found.intervals],
+        [interval.ops_per_s for interval in found.intervals],
+        width=[interval.seconds * 0.9 for interval in found.intervals], align="edge",
+    )  # fmt: skip
+    throughput.set_ylabel("operations per second")
+    dead.plot([s.at_s for s in found.samples], [s.dead_rows for s in found.samples], marker="o")
+    dead.set_ylabel("dead rows in courier_messages")
+    for axes in (throughput, dead):
+        axes.set_xlabel("seconds into the measured window")
+        axes.set_ylim(bottom=0)
+        axes.grid(True, alpha=0.3)
+    figure.suptitle("Courier under churn: send + pop for the whole run")
+    _save(figure, path)
+
+
+def flat_table(found: flat.FlatResult) -> Table:
+    """One row per level of background rows: pop and send percentiles, p50 ratios."""
+    table = Table(title="pop and send latency with other messages stored", title_justify="left")
+    for column in ("other messages", "load s", "pop p50 ms", "pop p90 ms", "pop p99 ms",
+                   "pop p50 ratio", "send p50 ms", "send p90 ms", "send p99 ms",
+                   "send p50 ratio"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for level in found.levels:
+        table.add_row(
+            f"{level.background:,}", f"{level.load_s:.1f}", *_percentiles(level.pop_latency),
+            _times(found.pop_ratio(level)), *_percentiles(level.send_latency),
+            _times(found.send_ratio(level)),
+        )  # fmt: skip
+    return table
+
+
+def flat_plot(found: flat.FlatResult, path: Path) -> None:
+    """Pop and send latency percentiles against the background, one point per level."""
+    figure, axes = _pyplot().subplots(figsize=(7, 4.2))
+    places = range(len(found.levels))
+    series = {
+        "pop": [level.pop_latency for level in found.levels],
+        "send": [level.send_latency for level in found.levels],
+    }
+    for name, latencies in series.items():
+        for quantile in ("p50_ms", "p99_ms"):
+            values = [getattr(each, quantile, float("nan")) for each in latencies]
+            axes.plot(places, values, marker="o", label=f"{name} {quantile[:3]}")
+    axes.set_xticks(list(places), [f"{level.background:,}" for level in found.levels])
+    axes.set_xlabel("other messages stored")
+    axes.set_ylabel("latency (ms)")
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend()
+    figure.suptitle("Courier: one pop among many messages for others")
+    _save(figure, path)
+
+
+def pops_table(settings: pops.Settings, found: pops.PopsResult) -> Table:
+    """One row per number of poppers."""
+    per_call = f"{settings.batch} pops per call" if settings.batch else "one pop per call"
+    table = Table(title=f"pops: {settings.messages:,} messages, {per_call}", title_justify="left")
+    for column in ("poppers", "pops", "pops/s", "p50 ms", "p90 ms", "p99 ms",
+                   f"ratio to {pops.REFERENCE}", "exactly once"):  # fmt: skip
+        table.add_column(column, justify="right")
+    for level in found.levels:
+        table.add_row(
+            str(level.poppers), f"{level.pops:,}", f"{level.pops_per_s:,.0f}",
+            *_percentiles(level.latency), _times(found.ratio(level)),
+            "yes" if level.exactly_once else "NO",
+        )  # fmt: skip
+    return table

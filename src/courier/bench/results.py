@@ -11,19 +11,26 @@ same definition as ``statistics.quantiles(method="inclusive")``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib.metadata
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy
 import numpy.typing
 
+from courier.lab import manifest
+
 NS_PER_MS = 1_000_000
 QUANTILES = (50, 90, 99)
+PACKAGES = ("aio-pika", "numpy")
+"""Versions recorded with the results beyond those the lab records."""
 
 LatencyArray = numpy.typing.NDArray[numpy.int64]
+IntervalArray = numpy.typing.NDArray[numpy.int32]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +41,13 @@ class Latency:
     p90_ms: float
     p99_ms: float
 
+    def as_json(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+def latency_json(latency: Latency | None) -> dict[str, float] | None:
+    return None if latency is None else latency.as_json()
+
 
 def percentiles(latencies_ns: LatencyArray) -> Latency | None:
     """p50, p90 and p99 of the latencies (ns in, ms out); None when there are none."""
@@ -43,9 +57,16 @@ def percentiles(latencies_ns: LatencyArray) -> Latency | None:
     return Latency(*(round(float(value), 6) for value in values))
 
 
+def _no_intervals() -> IntervalArray:
+    return numpy.zeros(0, dtype=numpy.int32)
+
+
 @dataclass(frozen=True, slots=True)
 class ClientsReport:
-    """What one client process measured in the measured window (picklable)."""
+    """What one client process measured in the measured window (picklable).
+
+    ``send_interval[k]`` is the interval ``send_ns[k]`` completed in (likewise for
+    pops); empty when the run was not cut into intervals."""
 
     process: str
     send_ns: LatencyArray
@@ -53,6 +74,8 @@ class ClientsReport:
     empty_pops: int = 0
     errors: int = 0
     last_error: str = ""
+    send_interval: IntervalArray = field(default_factory=_no_intervals)
+    pop_interval: IntervalArray = field(default_factory=_no_intervals)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +119,8 @@ def combine(
     system: str, clients: int, duration_s: float, reports: Sequence[ClientsReport]
 ) -> LevelResult:
     """One level's result from the reports of all its client processes."""
-    sends = numpy.concatenate([report.send_ns for report in reports] or [_no_latencies()])
-    pops = numpy.concatenate([report.pop_ns for report in reports] or [_no_latencies()])
+    sends = numpy.concatenate([report.send_ns for report in reports] or [no_latencies()])
+    pops = numpy.concatenate([report.pop_ns for report in reports] or [no_latencies()])
     last_errors = [report.last_error for report in reports if report.last_error]
     return LevelResult(
         system=system,
@@ -114,7 +137,7 @@ def combine(
     )
 
 
-def _no_latencies() -> LatencyArray:
+def no_latencies() -> LatencyArray:
     return numpy.zeros(0, dtype=numpy.int64)
 
 
@@ -179,3 +202,21 @@ def document(
         "results": [result.as_json() for result in results],
         "ratios": [dataclasses.asdict(found) for found in ratios(results)],
     }
+
+
+def environment(servers: dict[str, str]) -> dict[str, Any]:
+    """What a run ran on: Courier's revision, package versions, the machine, servers."""
+    return {
+        "git_revision": manifest.git_revision(),
+        "packages": {**manifest.packages(), **_versions(PACKAGES)},
+        "machine": manifest.machine(),
+        "servers": servers,
+    }
+
+
+def _versions(names: Sequence[str]) -> dict[str, str]:
+    found = {}
+    for name in names:
+        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
+            found[name] = importlib.metadata.version(name)
+    return found

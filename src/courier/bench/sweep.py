@@ -9,26 +9,16 @@ on an error.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import importlib.metadata
 import secrets
 import tempfile
-import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from courier.bench import database, defaults, loop, peers, rabbit, results
-from courier.lab import clientpool, loadgen, manifest, processes, workloads
-
-START_DELAY_S = 0.2
-"""Between the go and the common start instant, so every process starts together."""
-FINISH_GRACE_S = 30.0
-POLL_S = 0.1
-PACKAGES = ("aio-pika", "numpy")
-"""Versions recorded with the results beyond those the lab records."""
+from courier.bench import database, defaults, launch, loop, peers, rabbit, results
+from courier.lab import processes
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +59,6 @@ class Settings:
         }
 
 
-def _versions(names: Sequence[str]) -> dict[str, str]:
-    found = {}
-    for name in names:
-        with contextlib.suppress(importlib.metadata.PackageNotFoundError):
-            found[name] = importlib.metadata.version(name)
-    return found
-
-
 class Reporter(Protocol):
     """How the sweep tells a person what it is doing (the CLI draws progress bars)."""
 
@@ -94,12 +76,7 @@ class Outcome:
 
     def document(self, settings: Settings) -> dict[str, Any]:
         """Everything as JSON-ready data, with what it ran on."""
-        environment = {
-            "git_revision": manifest.git_revision(),
-            "packages": {**manifest.packages(), **_versions(PACKAGES)},
-            "machine": manifest.machine(),
-            "servers": self.versions,
-        }
+        environment = results.environment(self.versions)
         return results.document(settings.as_json(), self.results, self.skipped, environment)
 
 
@@ -170,41 +147,15 @@ async def run_level(
     system: str, target: loop.Target, clients: int, settings: Settings, reporter: Reporter
 ) -> results.LevelResult:
     """One level: spawn the client processes, start them together, collect them."""
-    count = min(settings.processes, clients)
-    body = workloads.message_body(settings.message_size)
-    shares = [tuple(range(n, clients, count)) for n in range(count)]  # round-robin
-    plans = [
-        loop.ClientsPlan(f"{system}-clients-{n}", target, share, body, settings.warmup_s)
-        for n, share in enumerate(shares)
-    ]
-    group = clientpool.ProcessGroup(plans, loop.process_main, results.ClientsReport)
-    reporter.level_started(system, clients, settings.warmup_s + settings.duration_s)
-    group.launch()
-    try:
-        await group.wait_ready()
-        go = loadgen.Go(time.time_ns() + round(START_DELAY_S * 1e9), settings.duration_s)
-        group.go(go)
-        reports = await _wait_done(group, go, settings, reporter)
-    finally:
-        await group.stop()
+    shape = launch.Loop(
+        settings.processes, settings.message_size, settings.warmup_s, settings.duration_s
+    )
+    reporter.level_started(system, clients, shape.seconds)
+
+    async def watch(elapsed_s: float) -> None:
+        reporter.level_progress(min(elapsed_s, shape.seconds))
+
+    reports = await launch.closed_loop(system, target, clients, shape, watch)
     result = results.combine(system, clients, settings.duration_s, reports)
     reporter.level_finished(result)
     return result
-
-
-async def _wait_done(
-    group: clientpool.ProcessGroup[results.ClientsReport],
-    go: loadgen.Go,
-    settings: Settings,
-    reporter: Reporter,
-) -> Sequence[results.ClientsReport]:
-    total = settings.warmup_s + settings.duration_s
-    done = asyncio.create_task(group.wait_done(total + START_DELAY_S + FINISH_GRACE_S))
-    try:
-        while not done.done():
-            elapsed = max(0.0, (time.time_ns() - go.start_ns) / 1e9)
-            reporter.level_progress(min(elapsed, total))
-            await asyncio.wait({done}, timeout=POLL_S)
-        return done.result()
-    finally:
-        done.cancel()  # interrupted: stop waiting before the processes are stopped

@@ -3,6 +3,9 @@
     courier bench peers                   # Courier, its database tier, RabbitMQ; 1..1024 clients
     courier bench peers --systems courier,courier-db --clients 1,16 --duration 3
     courier bench standard --clients 64   # the lab's standard cycle, in one table
+    courier bench churn                   # 10 minutes of send + pop, minute by minute
+    courier bench flat --background 0,100000 --samples 500
+    courier bench pops --poppers 1,4,16,64 --batched
 
 Every option is also an environment variable (COURIER_BENCH_PEERS_CLIENTS, ...;
 the RabbitMQ URL also as COURIER_BENCH_RABBITMQ). docs/performance.md explains
@@ -26,8 +29,27 @@ from courier import errors
 from courier.bench import defaults
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 stderr = Console(stderr=True)
+
+json_option = click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the results to this JSON file.",
+)
+
+
+def plot_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--plot",
+        "plot_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help=f"Draw {what} (.png or .svg).",
+    )
 
 
 @click.group()
@@ -114,8 +136,7 @@ def peers(
     _check_positive(duration=duration, processes=processes, middlewares=middlewares,
                     pool_size=pool_size)  # fmt: skip
     _check_warmup(warmup)
-    if plot_path is not None and plot_path.suffix.lower() not in output.PLOT_SUFFIXES:
-        raise click.BadParameter("name a .png or .svg file", param_hint="--plot")
+    _check_plot(plot_path)
     no_rabbitmq = rabbitmq.strip().lower() == "none"
     chosen = tuple(s for s in _systems(systems) if not (no_rabbitmq and s == defaults.RABBITMQ))
     if not chosen:
@@ -197,6 +218,156 @@ def standard(
         _write_json(json_path, found.as_json(settings))
 
 
+@bench.command()
+@click.option(
+    "--clients", default=defaults.CHURN_CLIENTS, show_default=True, help="Clients in the loop."
+)
+@click.option(
+    "--middlewares", default=defaults.MIDDLEWARES, show_default=True, help="Middleware processes."
+)
+@click.option(
+    "--duration", default=defaults.CHURN_DURATION_S, show_default=True, help="Measured seconds."
+)
+@click.option(
+    "--interval", default=defaults.CHURN_INTERVAL_S, show_default=True, help="Seconds per interval."
+)
+@click.option(
+    "--warmup", default=defaults.WARMUP_S, show_default=True, help="Unmeasured seconds before them."
+)
+@click.option(
+    "--processes", default=defaults.PROCESSES, show_default=True, help="Client processes."
+)
+@click.option(
+    "--pool-size",
+    default=defaults.SERVE.pool.max_size,
+    show_default=True,
+    help="Database connections per middleware.",
+)
+@json_option
+@plot_option("throughput per interval and dead rows against time")
+def churn(
+    clients: int,
+    middlewares: int,
+    duration: float,
+    interval: float,
+    warmup: float,
+    processes: int,
+    pool_size: int,
+    json_path: Path | None,
+    plot_path: Path | None,
+) -> None:
+    """Send + pop through Courier for minutes: throughput, latency and dead rows per interval."""
+    from courier.bench import churn as long_run
+    from courier.bench import output
+
+    _check_positive(clients=clients, middlewares=middlewares, duration=duration,
+                    interval=interval, processes=processes, pool_size=pool_size)  # fmt: skip
+    _check_warmup(warmup)
+    _check_plot(plot_path)
+    settings = long_run.Settings(
+        clients=clients, middlewares=middlewares, duration_s=duration, interval_s=interval,
+        warmup_s=warmup, processes=processes, pool_size=pool_size,
+    )  # fmt: skip
+    with output.ProgressReporter(stderr) as reporter:
+        found = _interruptible(lambda: long_run.run(settings, reporter))
+    stdout = output.stdout()
+    stdout.print(output.churn_table(settings, found))
+    _print_lines(stdout, found.verdict())
+    if found.totals.errors:
+        stdout.print(f"{found.totals.errors} requests failed; the last: {found.totals.last_error}",
+                     markup=False, highlight=False)  # fmt: skip
+    if json_path is not None:
+        _write_json(json_path, found.as_json(settings))
+    if plot_path is not None:
+        output.churn_plot(found, plot_path)
+        stderr.print(f"plot: {plot_path}")
+
+
+@bench.command()
+@click.option(
+    "--background",
+    default=",".join(map(str, defaults.FLAT_BACKGROUND)),
+    show_default=True,
+    help="Levels: messages stored for other queues and other receivers.",
+)
+@click.option(
+    "--samples", default=defaults.FLAT_SAMPLES, show_default=True, help="Measured pops per level."
+)
+@click.option(
+    "--pool-size",
+    default=defaults.SERVE.pool.max_size,
+    show_default=True,
+    help="Database connections of the middleware.",
+)
+@json_option
+@plot_option("pop and send latency against the background")
+def flat(
+    background: str, samples: int, pool_size: int, json_path: Path | None, plot_path: Path | None
+) -> None:
+    """A pop's latency with 0 to millions of messages for others stored beside it."""
+    from courier.bench import flat as beside
+    from courier.bench import output
+
+    _check_positive(samples=samples, pool_size=pool_size)
+    _check_plot(plot_path)
+    levels = _levels(background, "--background", least=0)
+    settings = beside.Settings(background=levels, samples=samples, pool_size=pool_size)
+    with output.ProgressReporter(stderr) as reporter:
+        found = _interruptible(lambda: beside.run(settings, reporter))
+    stdout = output.stdout()
+    stdout.print(output.flat_table(found))
+    _print_lines(stdout, found.verdict())
+    if json_path is not None:
+        _write_json(json_path, found.as_json(settings))
+    if plot_path is not None:
+        output.flat_plot(found, plot_path)
+        stderr.print(f"plot: {plot_path}")
+
+
+@bench.command()
+@click.option(
+    "--messages", default=defaults.POPS_MESSAGES, show_default=True, help="Messages per level."
+)
+@click.option(
+    "--poppers",
+    default=",".join(map(str, defaults.POPS_POPPERS)),
+    show_default=True,
+    help="Levels: concurrent database connections popping.",
+)
+@click.option("--batched", is_flag=True, help="Pop --batch messages per call (pop_many).")
+@click.option(
+    "--batch", default=defaults.POPS_BATCH, show_default=True, help="Pops per call with --batched."
+)
+@click.option(
+    "--processes", default=defaults.PROCESSES, show_default=True, help="Popper processes."
+)
+@json_option
+def pops(
+    messages: int,
+    poppers: str,
+    batched: bool,
+    batch: int,
+    processes: int,
+    json_path: Path | None,
+) -> None:
+    """Courier's database tier emptying a full queue with 1 to 64 connections."""
+    from courier.bench import output
+    from courier.bench import pops as emptying
+
+    _check_positive(messages=messages, batch=batch, processes=processes)
+    settings = emptying.Settings(
+        messages=messages, poppers=_levels(poppers, "--poppers"), batch=batch if batched else 0,
+        processes=processes,
+    )  # fmt: skip
+    with output.ProgressReporter(stderr) as reporter:
+        found = _interruptible(lambda: emptying.run(settings, reporter))
+    stdout = output.stdout()
+    stdout.print(output.pops_table(settings, found))
+    _print_lines(stdout, found.verdict())
+    if json_path is not None:
+        _write_json(json_path, found.as_json(settings))
+
+
 def _interruptible(work: Callable[[], Awaitable[T]]) -> T:
     """Run on uvloop; Ctrl-C or SIGTERM stops everything it started, then exits."""
     signal.signal(signal.SIGTERM, _interrupt)
@@ -233,16 +404,28 @@ def _systems(text: str) -> tuple[str, ...]:
     return names
 
 
-def _levels(text: str) -> tuple[int, ...]:
+def _levels(text: str, hint: str = "--clients", least: int = 1) -> tuple[int, ...]:
     try:
         levels = sorted({int(part) for part in text.split(",") if part.strip()})
     except ValueError:
         raise click.BadParameter(
-            f"{text!r}: expected numbers like 1,16,64", param_hint="--clients"
+            f"{text!r}: expected numbers like 1,16,64", param_hint=hint
         ) from None
-    if not levels or levels[0] < 1:
-        raise click.BadParameter("at least one level, each at least 1", param_hint="--clients")
+    if not levels or levels[0] < least:
+        raise click.BadParameter(f"at least one level, each at least {least}", param_hint=hint)
     return tuple(levels)
+
+
+def _check_plot(path: Path | None) -> None:
+    from courier.bench import output
+
+    if path is not None and path.suffix.lower() not in output.PLOT_SUFFIXES:
+        raise click.BadParameter("name a .png or .svg file", param_hint="--plot")
+
+
+def _print_lines(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False)
 
 
 def _check_positive(**values: float) -> None:

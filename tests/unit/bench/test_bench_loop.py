@@ -62,9 +62,34 @@ async def test_empty_pops_and_failures_are_counted_and_the_loop_goes_on() -> Non
     assert tally.empty_pops == len(tally.pop_ns) // 3 > 0
 
 
+def tally(
+    send_ns: list[int],
+    pop_ns: list[int],
+    empty_pops: int = 0,
+    errors: int = 0,
+    last_error: str = "",
+) -> loop.Tally:
+    """A tally whose samples all completed in interval 0."""
+    found = loop.Tally(empty_pops=empty_pops, errors=errors, last_error=last_error)
+    found.send_ns.extend(send_ns)
+    found.pop_ns.extend(pop_ns)
+    found.send_interval.extend([0] * len(send_ns))
+    found.pop_interval.extend([0] * len(pop_ns))
+    return found
+
+
 def test_a_report_joins_every_clients_latencies() -> None:
-    tallies = [loop.Tally([1, 2], [3], 1, 0, ""), loop.Tally([4], [5, 6], 0, 2, "Boom: x")]
-    report = loop.report("p", tallies)
-    assert numpy.array_equal(numpy.sort(report.send_ns), [1, 2, 4])
-    assert numpy.array_equal(numpy.sort(report.pop_ns), [3, 5, 6])
+    first = tally([1, 2], [3], empty_pops=1)
+    second = tally([4], [5, 6], errors=2, last_error="Boom: x")
+    second.pop_interval[1] = 1
+    report = loop.report("p", [first, second])
+    assert numpy.array_equal(report.send_ns, [1, 2, 4])
+    assert numpy.array_equal(report.pop_ns, [3, 5, 6])
+    assert numpy.array_equal(report.pop_interval, [0, 0, 1])  # each tag stays with its sample
     assert (report.empty_pops, report.errors, report.last_error) == (1, 2, "Boom: x")
+
+
+def test_a_report_of_clients_that_measured_nothing_is_empty() -> None:
+    report = loop.report("p", [loop.Tally(), loop.Tally()])
+    assert report.send_ns.size == report.pop_ns.size == report.send_interval.size == 0
+    assert report.send_ns.dtype == numpy.int64 and report.send_interval.dtype == numpy.int32

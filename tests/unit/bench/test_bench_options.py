@@ -17,7 +17,7 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 def test_bench_is_a_courier_command() -> None:
     code, output = invoke("--help")
     assert code == 0
-    assert "peers" in output and "standard" in output
+    assert all(name in output for name in ("peers", "standard", "churn", "flat", "pops"))
 
 
 @pytest.mark.parametrize(
@@ -50,6 +50,48 @@ def test_every_option_is_an_environment_variable() -> None:
     assert code == 2 and "'lots': expected numbers" in output
     code, output = invoke("standard", env={"COURIER_BENCH_STANDARD_CLIENTS": "0"})
     assert code == 2 and "must be positive" in output
+
+
+@pytest.mark.parametrize(
+    ("command", "args", "complaint"),
+    [
+        ("churn", ("--interval", "0"), "must be positive"),
+        ("churn", ("--clients", "0"), "must be positive"),
+        ("churn", ("--warmup", "-1"), "must not be negative"),
+        ("churn", ("--plot", "out.gif"), "name a .png or .svg file"),
+        ("flat", ("--background", "0,-5"), "each at least 0"),
+        ("flat", ("--background", "0,lots"), "expected numbers"),
+        ("flat", ("--samples", "0"), "must be positive"),
+        ("pops", ("--poppers", "0,4"), "each at least 1"),
+        ("pops", ("--messages", "0"), "must be positive"),
+        ("pops", ("--batch", "0"), "must be positive"),
+    ],
+)
+def test_bad_options_of_the_long_benchmarks_are_refused(
+    command: str, args: tuple[str, ...], complaint: str
+) -> None:
+    code, output = invoke(command, *args)
+    assert code == 2
+    assert complaint in output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "complaint"),
+    [
+        ("COURIER_BENCH_CHURN_INTERVAL", "-1", "must be positive"),
+        ("COURIER_BENCH_CHURN_DURATION", "0", "must be positive"),
+        ("COURIER_BENCH_FLAT_BACKGROUND", "many", "expected numbers"),
+        ("COURIER_BENCH_FLAT_SAMPLES", "0", "must be positive"),
+        ("COURIER_BENCH_POPS_POPPERS", "0", "each at least 1"),
+        ("COURIER_BENCH_POPS_BATCH", "0", "must be positive"),
+    ],
+)
+def test_the_long_benchmarks_read_their_options_from_the_environment(
+    variable: str, value: str, complaint: str
+) -> None:
+    command = variable.split("_")[2].lower()
+    code, output = invoke(command, env={variable: value})
+    assert code == 2 and complaint in output
 
 
 def test_passwords_stay_out_of_what_is_shown() -> None:
