@@ -122,3 +122,21 @@ async def test_timing_reports_the_wait_and_the_shared_call() -> None:
     await batcher.submit(1, timing)
     assert timing.exec_ns == 5
     assert timing.round_trip_ns > 0 and timing.pool_wait_ns >= 0
+
+
+async def test_a_batch_refused_for_a_reason_other_than_bad_data_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def broken(requests: list[int]) -> repository.BatchOutcome[int]:
+        if len(requests) > 1:
+            raise errors.InternalError("function courier_exchange_v1 does not exist")
+        return repository.BatchOutcome([requests[0] * 10], exec_ns=0)
+
+    with caplog.at_level("DEBUG", logger="courier.db.batching"):
+        broken_batcher = batching.Batcher(broken)
+        assert await asyncio.gather(*(broken_batcher.submit(n) for n in (1, 2))) == [10, 20]
+        refused_batcher = batching.Batcher(ScriptedRun(poison={2}))
+        submitted = (refused_batcher.submit(n) for n in (1, 2))
+        await asyncio.gather(*submitted, return_exceptions=True)
+    assert [record.levelname for record in caplog.records] == ["WARNING", "DEBUG"]
+    assert "does not exist" in caplog.records[0].getMessage()

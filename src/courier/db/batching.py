@@ -13,6 +13,7 @@ the difference: each request still gets its own answer or its own typed error.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,8 @@ import asyncpg
 
 from courier import config, errors, models
 from courier.db import repository
+
+log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 T = TypeVar("T")
@@ -97,6 +100,7 @@ class Batcher(Generic[R, T]):
             outcome = await self._run([pending.request for pending in batch])
         except Exception as exc:
             if len(batch) > 1 and not _is_outage(exc):
+                _log_refused(exc, len(batch))
                 for pending in batch:
                     await self._answer([pending])
                 return
@@ -110,6 +114,13 @@ class Batcher(Generic[R, T]):
                 pending.timing.round_trip_ns = answered - started
                 pending.timing.exec_ns = outcome.exec_ns
             _settle(pending.future, answer)
+
+
+def _log_refused(exc: BaseException, size: int) -> None:
+    """Bad data in one request (a NUL byte) is routine; anything else means batches are
+    failing, and every request paying for a second call, which an operator must see."""
+    level = logging.DEBUG if isinstance(exc, errors.BadRequest) else logging.WARNING
+    log.log(level, "a batch of %d was refused whole; running each alone: %s", size, exc)
 
 
 def _is_outage(exc: BaseException) -> bool:
