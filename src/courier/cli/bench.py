@@ -103,20 +103,8 @@ def bench() -> None:
     show_default=True,
     help="RabbitMQ URL; 'none' leaves RabbitMQ out.",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write every result to this JSON file.",
-)
-@click.option(
-    "--plot",
-    "plot_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Draw throughput and p99 against clients (.png or .svg).",
-)
+@json_option
+@plot_option("throughput and p99 against clients")
 def peers(
     systems: str,
     clients: str,
@@ -182,13 +170,7 @@ def peers(
     default=None,
     help="Keep the lab records in OUT/bench-standard/ (for `courier analyze`).",
 )
-@click.option(
-    "--json",
-    "json_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the results to this JSON file.",
-)
+@json_option
 def standard(
     clients: int,
     middlewares: int,

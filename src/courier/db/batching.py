@@ -5,7 +5,7 @@ wait, and the next free call takes all of them (up to a cap) as one batch. An id
 system therefore adds no latency and needs no timers, and a busy one makes fewer,
 larger calls, each with one round trip and one commit.
 
-``BatchedRepository`` is the repository with sends, and pops by queue, going
+``BatchedRepository`` is the repository with sends and reads (pops and peeks) going
 through one batcher; every other operation is one call as before. Handlers cannot tell
 the difference: each request still gets its own answer or its own typed error.
 """
@@ -117,9 +117,11 @@ class Batcher(Generic[R, T]):
 
 
 def _log_refused(exc: BaseException, size: int) -> None:
-    """Bad data in one request (a NUL byte) is routine; anything else means batches are
-    failing, and every request paying for a second call, which an operator must see."""
-    level = logging.DEBUG if isinstance(exc, errors.BadRequest) else logging.WARNING
+    """A request a client got wrong (a NUL byte, a missing queue) is routine; anything
+    else means batches are failing, and every request paying for a second call,
+    which an operator must see."""
+    routine = isinstance(exc, errors.CourierError) and not isinstance(exc, errors.InternalError)
+    level = logging.DEBUG if routine else logging.WARNING
     log.log(level, "a batch of %d was refused whole; running each alone: %s", size, exc)
 
 
@@ -137,10 +139,10 @@ def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
 
 
 class BatchedRepository(repository.Repository):
-    """The repository, with sends and pops by queue coalesced into batched calls.
+    """The repository, with sends and reads coalesced into batched calls.
 
-    Both kinds, for every queue, share one batcher, so the sends and pops waiting at
-    one moment cost one round trip and one commit between them.
+    Every kind, for every queue, shares one batcher, so the sends and reads waiting
+    at one moment cost one round trip and one commit between them.
     """
 
     def __init__(
@@ -175,12 +177,13 @@ class BatchedRepository(repository.Repository):
         pop: bool = False,
         timing: Timing | None = None,
     ) -> models.Message:
-        if not pop or queue_id is None or sender_id is not None:
-            return await super().read(
-                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
-                timing=timing,
-            )  # fmt: skip
-        request = repository.PopRequest(reader_id, queue_id, order)
+        request: repository.Operation
+        if pop and queue_id is not None and sender_id is None:
+            request = repository.PopRequest(reader_id, queue_id, order)
+        elif queue_id is None and sender_id is None:
+            raise errors.BadRequest("a read needs a queue or a sender")
+        else:
+            request = repository.ReadRequest(reader_id, queue_id, sender_id, order, pop)
         message: models.Message = await self._batcher.submit(request, timing)
         return message
 
@@ -200,10 +203,16 @@ class BatchedRepository(repository.Repository):
                     receiver=operation.receiver, priority=operation.priority,
                     context=operation.context, timing=timing,
                 )  # fmt: skip
-            else:
+            elif isinstance(operation, repository.PopRequest):
                 answer = await super().read(
                     operation.reader_id, queue_id=operation.queue_id, order=operation.order,
                     pop=True, timing=timing,
+                )  # fmt: skip
+            else:
+                answer = await super().read(
+                    operation.reader_id, queue_id=operation.queue_id,
+                    sender_id=operation.sender_id, order=operation.order, pop=operation.pop,
+                    timing=timing,
                 )  # fmt: skip
         except errors.CourierError as exc:
             if isinstance(exc, errors.Unavailable):

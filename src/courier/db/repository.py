@@ -197,12 +197,14 @@ class Repository:
         return _message(row)
 
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
-        """Carry out many sends and pops in one call and one commit: the sends are
-        stored first, then the pops of each queue are taken together, queue by queue
-        in the order of their first pop. Each operation gets its own answer (ids for a
-        send, a message for a pop) or its own error; a bad send stores nothing and
-        fails no other."""
+        """Carry out many sends and reads in one call and one commit: the sends are
+        stored first, then the pops by queue are taken together, queue by queue in the
+        order of their first pop, then the other reads run one by one. Each operation
+        gets its own answer (ids for a send, a message for a read) or its own error; a
+        bad send stores nothing and fails no other. A read that fails (a missing queue)
+        fails the whole call, and nothing of it is stored."""
         sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
+        reads = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, ReadRequest)]
         groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
         for n, op in enumerate(operations, 1):
             if isinstance(op, PopRequest):
@@ -210,7 +212,8 @@ class Repository:
         pops = [numbered for group in groups.values() for numbered in group]
         copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
         rows = await self._call_many(
-            "courier_exchange_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            "courier_exchange_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14, $15, $16, $17, $18, $19)",
             [n for n, _ in sends],
             [send.sender_id for _, send in sends],
             [send.body for _, send in sends],
@@ -224,6 +227,12 @@ class Repository:
             [pop.queue_id for _, pop in pops],
             [str(pop.order) for _, pop in pops],
             [pop.reader_id for _, pop in pops],
+            [n for n, _ in reads],
+            [read.reader_id for _, read in reads],
+            [read.queue_id for _, read in reads],
+            [read.sender_id for _, read in reads],
+            [str(read.order) for _, read in reads],
+            [read.pop for _, read in reads],
         )  # fmt: skip
         answers: list[Any] = [_MISSING] * len(operations)
         for row in rows:
@@ -319,7 +328,18 @@ class PopRequest:
     order: models.Order = models.Order.TIME
 
 
-Operation = SendRequest | PopRequest
+@dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """Any other read (a peek, or a pop by sender) as the batched path takes it."""
+
+    reader_id: int
+    queue_id: int | None
+    sender_id: int | None
+    order: models.Order
+    pop: bool
+
+
+Operation = SendRequest | PopRequest | ReadRequest
 
 
 T = TypeVar("T")

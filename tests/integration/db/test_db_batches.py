@@ -271,3 +271,29 @@ async def test_one_exchange_serves_the_pops_of_several_queues_and_orders(
     ]  # fmt: skip
     assert isinstance(popped[2], list) and isinstance(popped[3], errors.QueueEmpty)
     assert batched.batches == [5]  # submitted together: one call
+
+
+async def test_peeks_and_pops_by_sender_ride_the_batch_too(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    reader = await batched.register_client("reader")
+    await batched.send(writer.id, [queue.id], "for anyone")
+    await batched.send(writer.id, [queue.id], "for the reader", receiver=reader.id)
+    await batched.send(reader.id, [queue.id], "from the reader")
+    answers = await asyncio.gather(
+        batched.read(reader.id, queue_id=queue.id),  # a peek
+        batched.read(reader.id, sender_id=writer.id, order=models.Order.PRIORITY),
+        batched.read(writer.id, queue_id=queue.id, sender_id=reader.id, pop=True),
+        batched.read(writer.id, queue_id=999_999),  # a peek at a missing queue
+        batched.read(reader.id, sender_id=reader.id, pop=True),  # already taken above
+        return_exceptions=True,
+    )
+    assert [getattr(answer, "body", None) for answer in answers[:3]] == [
+        "for anyone", "for anyone", "from the reader"
+    ]  # fmt: skip
+    assert isinstance(answers[3], errors.QueueNotFound)
+    assert isinstance(answers[4], errors.NoMessage)
+    # The missing queue failed the shared call; each request then ran alone.
+    assert batched.batches == [5]
+    with pytest.raises(errors.BadRequest):
+        await batched.read(reader.id)  # neither a queue nor a sender

@@ -192,7 +192,9 @@ CREATE FUNCTION courier_exchange_v1(
     p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
     p_max_body_bytes integer,
-    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[])
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
                priority smallint, created_at timestamptz, body text, exec_ns bigint)
@@ -207,6 +209,12 @@ LANGUAGE sql AS $$
            p_pop_queues[r.n], p_pop_readers[r.n], NULL::bigint, NULL::bigint, 5::smallint,
            timestamptz '2024-01-01 00:00:00+00', 'courier mock message', 0::bigint
     FROM generate_subscripts(p_pop_requests, 1) r(n)
+    UNION ALL
+    SELECT p_read_requests[r.n], 0::smallint, NULL::text, NULL::bigint[], 1::bigint,
+           coalesce(p_read_queues[r.n], 1), coalesce(p_read_senders[r.n], p_read_readers[r.n]),
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
+           'courier mock message', 0::bigint
+    FROM generate_subscripts(p_read_requests, 1) r(n)
 $$;
 
 -- == Triggers ========================================================================

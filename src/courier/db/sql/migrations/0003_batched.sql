@@ -369,17 +369,21 @@ $$;
 
 
 -- Everything a middleware has waiting, in one call and one commit: the sends first
--- (courier_send_batch_v1), then the pops of each (queue, order) together
--- (courier_pop_batch_v1). The pops come grouped: all pops of one queue in one order
--- stand next to each other, the groups in the order they are to be served. Request
--- numbers are the caller's: send n is request p_send_requests[n], pop n is request
--- p_pop_requests[n]; one row per request, with message_ids for a send and the
--- message columns for a pop.
+-- (courier_send_batch_v1), then the pops by queue of each (queue, order) together
+-- (courier_pop_batch_v1), then every other read (peeks, and pops by sender) one by
+-- one (courier_read_v1). The pops by queue come grouped: all pops of one queue in
+-- one order stand next to each other, the groups in the order they are to be
+-- served. Request numbers are the caller's: send n is request p_send_requests[n],
+-- and so on; one row per request, with message_ids for a send and the message
+-- columns for a read. A read that raises (a missing queue) fails the whole call,
+-- and the middleware then runs each request alone.
 CREATE FUNCTION courier_exchange_v1(
     p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
     p_max_body_bytes integer,
-    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[])
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
                priority smallint, created_at timestamptz, body text, exec_ns bigint)
@@ -406,6 +410,14 @@ BEGIN
         FROM courier_pop_batch_v1(p_pop_queues[v_last], p_pop_orders[v_last],
                                   p_pop_readers[v_first:v_last]) p;
         v_first := v_last + 1;
+    END LOOP;
+    FOR v_i IN 1..coalesce(cardinality(p_read_requests), 0) LOOP
+        RETURN QUERY
+        SELECT p_read_requests[v_i], r.status, NULL::text, NULL::bigint[], r.id, r.queue_id,
+               r.sender_id, r.receiver_id, r.context, r.priority, r.created_at, r.body,
+               r.exec_ns
+        FROM courier_read_v1(p_read_readers[v_i], p_read_queues[v_i], p_read_senders[v_i],
+                             p_read_orders[v_i], p_read_pops[v_i]) r;
     END LOOP;
 END;
 $$;
