@@ -5,7 +5,9 @@
 --
 -- Every operation is one stored function with a versioned name (*_v1), so old and
 -- new middleware can run side by side during an upgrade. Each function returns one
--- row whose last column, exec_ns, is its own execution time inside the database.
+-- row whose last column, exec_ns, is its own execution time inside the database;
+-- the batch functions (migration 0003) return one row per request of the batch, each
+-- with the batch's exec_ns, and a status instead of raising.
 --
 -- Failures a user can cause are raised with a custom SQLSTATE of class CQ whose
 -- number is the wire status code (courier.errors.Status):
