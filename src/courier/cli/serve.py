@@ -73,7 +73,7 @@ def local_dsn(data_dir: Path) -> str | None:
     "--batching/--no-batching",
     default=DEFAULTS.batching,
     show_default=True,
-    help="Coalesce sends and pops that arrive together into one database call each.",
+    help="Coalesce the sends and reads that arrive together into one database call.",
 )
 @click.option(
     "--record-dir",
