@@ -118,7 +118,14 @@ class RabbitMq:
     async def level(self, clients: int) -> AsyncIterator[loop.Target]:
         assert self._channel is not None, "level() inside running() only"
         name = f"{self.prefix}-{clients}"
-        queue = await self._channel.declare_queue(name, durable=True)
+        try:
+            queue = await self._channel.declare_queue(name, durable=True)
+        except UNREACHABLE as exc:
+            # A broker that answers but fails (say, out of file descriptors) is
+            # reported like one that cannot be reached, and the sweep goes on.
+            raise peers.Skipped(
+                f"RabbitMQ at {shown(self.url)} failed to declare a queue, skipped ({exc!r})"
+            ) from exc
         try:
             yield RabbitTarget(self.url, name)
         finally:
