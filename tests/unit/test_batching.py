@@ -140,3 +140,22 @@ async def test_a_batch_refused_for_a_reason_other_than_bad_data_is_a_warning(
         await asyncio.gather(*submitted, return_exceptions=True)
     assert [record.levelname for record in caplog.records] == ["WARNING", "DEBUG"]
     assert "does not exist" in caplog.records[0].getMessage()
+
+
+async def test_a_batch_answered_wrongly_fails_its_callers_and_is_not_run_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[list[int]] = []
+
+    async def short(requests: list[int]) -> repository.BatchOutcome[int]:
+        calls.append(list(requests))
+        return repository.BatchOutcome([1], exec_ns=0)  # one answer, whatever the batch
+
+    batcher = batching.Batcher(short)
+    with caplog.at_level("ERROR", logger="courier.db.batching"):
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(*(batcher.submit(n) for n in (1, 2, 3)), return_exceptions=True), 1
+        )
+    assert all(isinstance(outcome, errors.InternalError) for outcome in outcomes)
+    assert calls == [[1, 2, 3]]  # a call that may have committed is never repeated
+    assert "answering a batch of 3 failed" in caplog.text

@@ -84,7 +84,7 @@ class Batcher(Generic[R, T]):
                 self._pending = [pending for pending in self._pending if not pending.future.done()]
                 batch = self._take()
                 if batch:
-                    await self._answer(batch)
+                    await self._answer_safely(batch)
         finally:
             self._in_flight -= 1
 
@@ -93,6 +93,15 @@ class Batcher(Generic[R, T]):
         batch = self._pending[: self._max_batch]
         del self._pending[: self._max_batch]
         return batch
+
+    async def _answer_safely(self, batch: list[_Pending[R, T]]) -> None:
+        """Answer the batch; whatever goes wrong, no caller is left waiting."""
+        try:
+            await self._answer(batch)
+        except Exception:
+            log.exception("answering a batch of %d failed", len(batch))
+            for pending in batch:
+                _settle(pending.future, errors.InternalError())
 
     async def _answer(self, batch: list[_Pending[R, T]]) -> None:
         started = time.perf_counter_ns()
@@ -108,6 +117,10 @@ class Batcher(Generic[R, T]):
                 _settle(pending.future, exc)
             return
         answered = time.perf_counter_ns()
+        if len(outcome.answers) != len(batch):  # a bug, never a reason to run it again
+            raise errors.InternalError(
+                f"a batch of {len(batch)} got {len(outcome.answers)} answers"
+            )
         for pending, answer in zip(batch, outcome.answers, strict=True):
             if pending.timing is not None:
                 pending.timing.pool_wait_ns = started - pending.queued_ns

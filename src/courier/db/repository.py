@@ -234,11 +234,18 @@ class Repository:
             [str(read.order) for _, read in reads],
             [read.pop for _, read in reads],
         )  # fmt: skip
-        answers: list[Any] = [_MISSING] * len(operations)
+        # The call has committed: from here on nothing may raise, or the batcher would
+        # run the batch again and store its sends twice. A request the database left
+        # unanswered, or answered with a broken row, fails alone.
+        answers: list[Any] = [
+            errors.InternalError("the database left this request of the batch unanswered")
+        ] * len(operations)
         for row in rows:
-            answers[row["request"] - 1] = _answer(operations[row["request"] - 1], row)
-        if any(answer is _MISSING for answer in answers):
-            raise errors.InternalError("the database left a request of the batch unanswered")
+            n = row["request"] - 1
+            try:
+                answers[n] = _answer(operations[n], row)
+            except errors.CourierError as exc:
+                answers[n] = exc
         return BatchOutcome(answers, max((row["exec_ns"] for row in rows), default=0))
 
     async def send_many(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
@@ -352,9 +359,6 @@ class BatchOutcome(Generic[T]):
 
     answers: list[T | errors.CourierError]
     exec_ns: int
-
-
-_MISSING: Any = object()
 
 
 def _answer(operation: Operation, row: Any) -> Any:
