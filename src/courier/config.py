@@ -58,7 +58,7 @@ class ServerSettings:
     heartbeat_interval: float = 2.0
     instance_ttl: float = 10.0
     mock: bool = False
-    batching: bool = True  # coalesce concurrent sends and pops into batched calls
+    batching: bool = True  # coalesce concurrent sends and reads into batched calls
     record_dir: Path | None = None
     run_id: str = ""
 

@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 
 from courier import config, errors, models
-from courier.db import repository
+from courier.db import _translate, repository
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class Batcher(Generic[R, T]):
         try:
             outcome = await self._run([pending.request for pending in batch])
         except Exception as exc:
-            if len(batch) > 1 and not _is_outage(exc):
+            if len(batch) > 1 and not _translate.is_outage(exc):
                 _log_refused(exc, len(batch))
                 for pending in batch:
                     await self._answer([pending])
@@ -136,10 +136,6 @@ def _log_refused(exc: BaseException, size: int) -> None:
     routine = isinstance(exc, errors.CourierError) and not isinstance(exc, errors.InternalError)
     level = logging.DEBUG if routine else logging.WARNING
     log.log(level, "a batch of %d was refused whole; running each alone: %s", size, exc)
-
-
-def _is_outage(exc: BaseException) -> bool:
-    return isinstance(exc, errors.Unavailable)
 
 
 def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:

@@ -158,8 +158,8 @@ class Connection:
         return reply
 
     def _unexpected(self, raw: frames.RawFrame, exc: Exception) -> frames.ErrorReply:
-        if backend.is_outage(exc):
-            return frames.ErrorReply(errors.Status.UNAVAILABLE, errors.Unavailable().message)
+        # Storage reports an unreachable database as Unavailable, a CourierError that
+        # _answer turns into its reply; what reaches here is a bug.
         log.exception("request %d (%s) failed", raw.request_id, exceptions.opcode_name(raw.opcode))
         return frames.ErrorReply(errors.Status.INTERNAL, errors.InternalError().message)
 
