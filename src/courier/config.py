@@ -35,6 +35,8 @@ class Limits:
     """Sizes the server enforces on what clients send."""
 
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    dedup_window: float = 300.0
+    """Seconds a send's dedup id is remembered: a retry within it stores nothing."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ is its default message.
     │   └── NotLoggedIn        NOT_LOGGED_IN
     ├── Unavailable            UNAVAILABLE
     ├── InternalError          INTERNAL
+    ├── LeaseExpired           LEASE_EXPIRED
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
     └── RequestTimeout         (local: no reply arrived in time)
@@ -52,6 +53,7 @@ class Status(enum.IntEnum):
     NOT_LOGGED_IN = 14
     UNAVAILABLE = 15
     INTERNAL = 16
+    LEASE_EXPIRED = 17
 
 
 class CourierError(Exception):
@@ -173,6 +175,12 @@ class InternalError(CourierError):
     status = Status.INTERNAL
 
 
+class LeaseExpired(CourierError):
+    """Delivery is no longer held: its lease ran out, or it was acknowledged or released."""
+
+    status = Status.LEASE_EXPIRED
+
+
 class ProtocolError(CourierError):
     """Bytes on the connection are not a valid Courier frame."""
 
@@ -210,6 +218,7 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         NotLoggedIn,
         Unavailable,
         InternalError,
+        LeaseExpired,
     )
 }
 

@@ -33,7 +33,26 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """How a queue treats messages that fail: after ``max_deliveries`` deliveries a
+    message moves to ``dead_letter_queue`` (or is dropped without one), and with
+    ``dead_letter_expired`` a message whose ttl ran out moves there too."""
+
+    queue: int
+    max_deliveries: int | None = None
+    dead_letter_queue: int | None = None
+    dead_letter_expired: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
+    """A stored message. ``body`` is bytes; ``text`` decodes it as UTF-8.
+
+    A message taken with a lease carries its ``delivery`` id (acknowledge it with
+    that id); ``deliveries`` counts how often it was leased, this time included. A
+    dead letter names the queue it ``dead_from`` and the last ``failure`` given.
+    """
+
     id: int
     queue: int
     sender: int
@@ -41,7 +60,16 @@ class Message:
     context: int | None
     priority: int
     created_at: datetime
-    body: str
+    body: bytes
+    delivery: int | None = None
+    deliveries: int = 0
+    dead_from: int | None = None
+    failure: str | None = None
+
+    @property
+    def text(self) -> str:
+        """The body as text; UnicodeDecodeError when it is not UTF-8."""
+        return self.body.decode()
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ async def test_signed_in_admin_deletes_a_message_and_a_queue(
 ) -> None:
     client = await repo.register_client("alice")
     queue = await repo.create_queue("doomed")
-    first, second = [(await repo.send(client.id, [queue.id], body))[0] for body in ("a", "b")]
+    first, second = [(await repo.send(client.id, [queue.id], body))[0] for body in (b"a", b"b")]
     async with running_console(dsn) as console:
         await page.goto(f"{console.url}/messages/{first}")
         await page.click("#delete-message button")  # not signed in: refused

@@ -23,7 +23,7 @@ async def workload(dsn: str, queue_id: int, sender_id: int) -> AsyncIterator[lis
 
     async def keep_sending() -> None:
         while True:
-            sent.extend(await repo.send(sender_id, [queue_id], f"load {len(sent)}"))
+            sent.extend(await repo.send(sender_id, [queue_id], b"load %d" % len(sent)))
             await asyncio.sleep(1 / SENDS_PER_SECOND)
 
     task = asyncio.create_task(keep_sending())
@@ -67,14 +67,14 @@ async def test_a_queue_page_shows_new_messages_without_reload(
 ) -> None:
     client = await repo.register_client("writer")
     queue = await repo.create_queue("inbox")
-    await repo.send(client.id, [queue.id], "already there")
+    await repo.send(client.id, [queue.id], b"already there")
     async with running_console(dsn, refresh_ms=500) as console:
         await page.goto(f"{console.url}/queues/{queue.id}")
         await expect(page.locator("#messages tbody tr")).to_have_count(1)
-        await repo.send(client.id, [queue.id], "arrived later")
+        await repo.send(client.id, [queue.id], b"arrived later")
         await expect(page.locator("#messages tbody")).to_contain_text("arrived later")
         await expect(page.locator("#queue-messages")).to_have_text("2")
         popped = await repo.read(client.id, queue_id=queue.id, pop=True)
-        assert popped.body == "already there"
+        assert popped.body == b"already there"
         await expect(page.locator("#messages tbody tr")).to_have_count(1)
         await expect(page.locator("#messages tbody")).not_to_contain_text("already there")

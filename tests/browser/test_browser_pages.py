@@ -80,7 +80,11 @@ async def test_queues_and_a_queue(session: Session, page: Page, screenshot: Scre
     await page.goto(session.console.url + "/queues")
     for name, count in [("jobs", "4"), ("replies", "2"), ("empty", "0")]:
         await expect(row_of(page, "#queues", name).locator("td").nth(2)).to_have_text(count)
-    await expect(row_of(page, "#queues", "empty").locator("td").nth(3)).to_have_text("\u2014")
+    empty = row_of(page, "#queues", "empty").locator("td")
+    await expect(empty.nth(3)).to_have_text("0")  # leased
+    await expect(empty.nth(4)).to_have_text("0")  # delayed
+    await expect(empty.nth(5)).to_have_text("\u2014")  # no oldest message
+    await expect(empty.nth(7)).to_have_text("no limit")  # max deliveries
     await screenshot(page, "queues")
     await page.click("#queues a:text-is('jobs')")
     await expect(page.locator("#queue-name")).to_have_text("jobs")

@@ -4,6 +4,9 @@ The script runs through the real client library against real `courier serve`
 processes; ``Expected`` records every message the script stored and removed, so a
 test can compare the console's numbers with this bookkeeping and nothing else.
 ``scripted_session(servers)`` runs it on two servers for the block.
+
+``dead_letters(repo, failures)`` makes dead letters straight through the repository:
+each body is sent to a queue that allows one delivery, leased and failed.
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from dataclasses import dataclass, field
 
 import courier
 from courier import models
+from courier.db import repository
 from helpers.servers import ServerProcess, address
 
-TRICKY_BODY = 'job two <script>alert("x")</script> & <b>bold</b>\nsecond line'
+# Markup to escape, and characters of more than one byte (so bytes and characters differ).
+TRICKY_BODY = 'job two <script>alert("x")</script> & <b>bold</b>\nsecond line: naïve ✓'
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,7 @@ class Sent:
     receiver: str | None
     priority: int
     context: int | None
-    body: str
+    body: str  # sent as UTF-8
 
 
 @dataclass
@@ -110,7 +115,7 @@ class Script:
         await self.send("bob", ["replies"], "reply to alice", receiver="alice", context=42)
         await self.send("bob", ["jobs"], "bob's low job", priority=1)
         popped = await self.clients["bob"].pop("jobs")  # oldest visible to bob: "job one"
-        assert popped is not None and popped.body == "job one"
+        assert popped is not None and popped.body == b"job one"
         del self.expected.stored[popped.id]
         self.expected.popped.append(popped.id)
         peeked = await self.clients["carol"].peek("jobs")  # a peek changes nothing
@@ -129,3 +134,37 @@ async def scripted_session(servers: list[ServerProcess]) -> AsyncIterator[Expect
         yield await script.run()
     finally:
         await script.close()
+
+
+@dataclass(frozen=True)
+class DeadLetters:
+    """Queue ``orders`` allows one delivery and sends its dead letters to ``dlq``;
+    ``dead`` are the messages that failed there, in order."""
+
+    reader: int
+    orders: int
+    dlq: int
+    dead: list[int]
+
+
+async def dead_letters(
+    repo: repository.Repository, failures: list[tuple[bytes, str]], prefix: str = ""
+) -> DeadLetters:
+    """Queues ``{prefix}orders`` and ``{prefix}orders-dead``, and one dead letter per
+    (body, reason): sent, leased by a worker and failed with the reason."""
+    worker = await repo.register_client(f"{prefix}worker")
+    orders = await repo.create_queue(f"{prefix}orders")
+    dlq = await repo.create_queue(f"{prefix}orders-dead")
+    await repo.configure_queue(
+        models.QueueSettings(orders.id, max_deliveries=1, dead_letter_queue=dlq.id)
+    )
+    instance = await repo.register_instance("127.0.0.1:1")
+    lease = repository.Lease(ms=30_000, instance_id=instance.id)
+    dead = []
+    for body, reason in failures:
+        [message_id] = await repo.send(worker.id, [orders.id], body)
+        taken = await repo.read(worker.id, queue_id=orders.id, pop=True, lease=lease)
+        assert taken.id == message_id and taken.delivery is not None
+        assert await repo.nack(worker.id, taken.delivery, reason=reason) == "dead"
+        dead.append(message_id)
+    return DeadLetters(worker.id, orders.id, dlq.id, dead)

@@ -129,7 +129,7 @@ async def test_a_batch_refused_for_a_reason_other_than_bad_data_is_a_warning(
 ) -> None:
     async def broken(requests: list[int]) -> repository.BatchOutcome[int]:
         if len(requests) > 1:
-            raise errors.InternalError("function courier_exchange_v1 does not exist")
+            raise errors.InternalError("function courier_exchange_v2 does not exist")
         return repository.BatchOutcome([requests[0] * 10], exec_ns=0)
 
     with caplog.at_level("DEBUG", logger="courier.db.batching"):

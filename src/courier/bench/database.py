@@ -38,7 +38,7 @@ SELECT ($1::bigint[])[1 + i % cardinality($1::bigint[])],
        ($2::bigint[])[1 + i % cardinality($2::bigint[])],
        ($3::bigint[])[1 + i % cardinality($3::bigint[])],
        1 + i % 10,
-       $4::text
+       convert_to($4::text, 'UTF8')
 FROM generate_series($5::bigint, $6::bigint) AS i
 """
 

@@ -153,7 +153,8 @@ class DatabaseTarget:
         stack.push_async_callback(pool.close)
         repo = repository.Repository(pool)
         return [
-            DatabasePeer(repo, self.client_ids[index], self.queue_id, body) for index in clients
+            DatabasePeer(repo, self.client_ids[index], self.queue_id, body.encode())
+            for index in clients
         ]
 
 
@@ -162,7 +163,7 @@ class DatabasePeer:
     repo: repository.Repository
     client_id: int
     queue_id: int
-    body: str
+    body: bytes
 
     async def send(self) -> None:
         await self.repo.send(self.client_id, [self.queue_id], self.body)

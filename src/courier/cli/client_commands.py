@@ -19,6 +19,9 @@ message received.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import dataclasses
 import json
 import sys
 from datetime import datetime
@@ -37,9 +40,22 @@ def queue_ref(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
-def read_body(body: str) -> str:
-    """The message body; ``-`` reads it from stdin."""
-    return sys.stdin.read() if body == "-" else body
+def read_body(body: str | None, path: str | None = None) -> bytes:
+    """The message body as bytes: BODY as UTF-8 text, or the bytes of --file PATH;
+    ``-`` for either reads standard input."""
+    if (body is None) == (path is None):
+        raise click.UsageError("give the body as BODY or as --file PATH, not both")
+    source = body if path is None else path
+    if source == "-":
+        return sys.stdin.buffer.read()
+    if path is not None:
+        try:
+            with open(path, "rb") as file:
+                return file.read()
+        except OSError as exc:
+            raise click.BadParameter(f"cannot read {path}: {exc.strerror}") from None
+    assert body is not None
+    return body.encode()
 
 
 # -- clients ---------------------------------------------------------------------------
@@ -116,6 +132,39 @@ def list_queues() -> None:
     common.emit(queues, lambda: show_queues("queues", queues, empty="no queues yet"))
 
 
+@queue.command()
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--max-deliveries", type=click.IntRange(min=1), help="Leases before a dead letter.")
+@click.option("--dead-letter-queue", help="Where failed (and, with the flag, expired) messages go.")
+@click.option("--dead-letter-expired", is_flag=True, help="Expired messages become dead letters.")
+@common.client_options
+def configure(
+    queue_name: str,
+    max_deliveries: int | None,
+    dead_letter_queue: str | None,
+    dead_letter_expired: bool,
+) -> None:
+    """Set how QUEUE treats messages that keep failing or expire."""
+    with common.client() as client:
+        settings = client.configure_queue(
+            queue_ref(queue_name),
+            max_deliveries=max_deliveries,
+            dead_letter_queue=None if dead_letter_queue is None else queue_ref(dead_letter_queue),
+            dead_letter_expired=dead_letter_expired,
+        )
+    common.emit(settings, lambda: common.say(describe_settings(settings)))
+
+
+def describe_settings(settings: models.QueueSettings) -> str:
+    limit = settings.max_deliveries or "unlimited"
+    target = settings.dead_letter_queue or "none (dropped)"
+    expired = "dead-lettered" if settings.dead_letter_expired else "dropped"
+    return (
+        f"queue {settings.queue}: max deliveries {limit}, dead-letter queue {target},"
+        f" expired messages {expired}"
+    )
+
+
 @click.command(cls=common.Command)
 @common.client_options
 def waiting() -> None:
@@ -137,21 +186,37 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 
 
 @click.command(cls=common.Command)
-@click.argument("queues", nargs=-1, required=True, metavar="QUEUE...")
-@click.argument("body")
+@click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
+@click.option("--file", "path", help="Send the bytes of this file (- reads stdin) as the body.")
 @click.option("--receiver", type=int, help="Only this client id may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
+@click.option("--delay", type=float, help="Seconds the message stays invisible.")
+@click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
+@click.option("--dedup-id", help="A retry with this id stores nothing twice.")
 @common.client_options
 def send(
-    queues: tuple[str, ...], body: str, receiver: int | None, priority: int, context: int | None
+    queues: tuple[str, ...],
+    path: str | None,
+    receiver: int | None,
+    priority: int,
+    context: int | None,
+    delay: float | None,
+    ttl: float | None,
+    dedup_id: str | None,
 ) -> None:
-    """Send BODY (- reads stdin) to one or more queues; prints the message ids."""
-    refs = [queue_ref(name) for name in queues]
+    """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
+    prints the message ids."""
+    names, body = (queues, None) if path is not None else (queues[:-1], queues[-1])
+    if not names:
+        raise click.UsageError("name at least one queue, then the body")
+    refs = [queue_ref(name) for name in names]
+    data = read_body(body, path)
     with common.client() as client:
         ids = client.send(
-            refs, read_body(body), receiver=receiver, priority=priority, context=context
-        )
+            refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
+            ttl=ttl, dedup_id=dedup_id,
+        )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
 
@@ -159,6 +224,14 @@ def send(
 def read_options(command: Any) -> Any:
     command = click.option("--sender", type=int, help="Only messages from this client id.")(command)
     return click.option("--order", type=ORDER, default="time", show_default=True)(command)
+
+
+lease_option = click.option(
+    "--lease",
+    type=float,
+    help="Lease the message for this many seconds instead of deleting it: settle it with"
+    " `courier ack ID` (or nack); unsettled, it is delivered again.",
+)
 
 
 @click.command(cls=common.Command)
@@ -177,13 +250,15 @@ def peek(queue_name: str | None, sender: int | None, order: str) -> None:
 @click.command(cls=common.Command)
 @click.argument("queue_name", metavar="[QUEUE]", required=False)
 @read_options
+@lease_option
 @common.client_options
-def pop(queue_name: str | None, sender: int | None, order: str) -> None:
+def pop(queue_name: str | None, sender: int | None, order: str, lease: float | None) -> None:
     """Take the next message for me (exit 6 if none)."""
     with common.client() as client:
         message = client.pop(
-            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order
-        )
+            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order,
+            lease=lease,
+        )  # fmt: skip
     show_message(message)
 
 
@@ -191,12 +266,53 @@ def pop(queue_name: str | None, sender: int | None, order: str) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 @read_options
+@lease_option
 @common.client_options
-def receive(queue_name: str, timeout: float, sender: int | None, order: str) -> None:
+def receive(
+    queue_name: str, timeout: float, sender: int | None, order: str, lease: float | None
+) -> None:
     """Take the next message for me, waiting for one to arrive (exit 6 on timeout)."""
     with common.client() as client:
-        message = client.receive(queue_ref(queue_name), timeout=timeout, sender=sender, order=order)
+        message = client.receive(
+            queue_ref(queue_name), timeout=timeout, sender=sender, order=order, lease=lease
+        )
     show_message(message, f"no message arrived within {timeout:g}s")
+
+
+@click.command(cls=common.Command)
+@click.argument("delivery", type=int)
+@common.client_options
+def ack(delivery: int) -> None:
+    """Acknowledge a leased message by its DELIVERY id: it is done and deleted."""
+    with common.client() as client:
+        client.ack(delivery)
+    common.emit({"acknowledged": delivery}, lambda: common.say(f"acknowledged {delivery}"))
+
+
+@click.command(cls=common.Command)
+@click.argument("delivery", type=int)
+@click.option("--delay", type=float, default=0.0, help="Seconds before it is visible again.")
+@click.option("--reason", help="Why it failed (kept with a dead letter).")
+@common.client_options
+def nack(delivery: int, delay: float, reason: str | None) -> None:
+    """Give a leased message back by its DELIVERY id, to be delivered again."""
+    with common.client() as client:
+        client.nack(delivery, delay=delay, reason=reason)
+    common.emit({"released": delivery}, lambda: common.say(f"gave back {delivery}"))
+
+
+@click.command(cls=common.Command)
+@click.argument("delivery", type=int)
+@click.argument("seconds", type=float)
+@common.client_options
+def extend(delivery: int, seconds: float) -> None:
+    """Hold a leased message longer: its lease now ends SECONDS from now."""
+    with common.client() as client:
+        client.extend(delivery, seconds)
+    common.emit(
+        {"extended": delivery, "seconds": seconds},
+        lambda: common.say(f"lease of {delivery} now ends in {seconds:g}s"),
+    )
 
 
 @click.command(cls=common.Command)
@@ -209,7 +325,8 @@ def receive(queue_name: str, timeout: float, sender: int | None, order: str) -> 
 def request(
     queue_name: str, body: str, timeout: float, receiver: int | None, priority: int
 ) -> None:
-    """Send BODY to QUEUE as a request and wait for the reply (exit 15 on timeout)."""
+    """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
+    on timeout)."""
     with common.client() as client:
         answer = client.request(
             queue_ref(queue_name),
@@ -272,10 +389,26 @@ def request_to_answer(to_file: Any, explicit: tuple[object, ...]) -> models.Mess
     return shell.last_message
 
 
+def message_json(message: models.Message) -> dict[str, Any]:
+    """A message for --json: the body as text when it is UTF-8, else as base64."""
+    data = dataclasses.asdict(message)
+    data["created_at"] = message.created_at.isoformat()
+    try:
+        data["body"] = message.body.decode()
+    except UnicodeDecodeError:
+        del data["body"]
+        data["body_base64"] = base64.b64encode(message.body).decode()
+    return data
+
+
 def message_from_json(text: str) -> models.Message:
     """A message as ``receive --json`` printed it."""
     try:
         data = json.loads(text)
+        if "body_base64" in data:
+            body = base64.b64decode(data["body_base64"], validate=True)
+        else:
+            body = str(data.get("body", "")).encode()
         return models.Message(
             id=int(data["id"]),
             queue=int(data["queue"]),
@@ -284,10 +417,20 @@ def message_from_json(text: str) -> models.Message:
             context=data.get("context"),
             priority=int(data.get("priority", models.DEFAULT_PRIORITY)),
             created_at=datetime.fromisoformat(data["created_at"]),
-            body=str(data.get("body", "")),
+            body=body,
         )
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise click.BadParameter(f"not a message from `courier receive --json`: {exc}") from exc
+
+
+def printable_body(body: bytes) -> str:
+    """The body as text, or a short description of bytes that are not UTF-8."""
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        preview = body[:32].hex(" ")
+        more = " ..." if len(body) > 32 else ""
+        return f"<{len(body)} bytes, not UTF-8: {preview}{more}>"
 
 
 def show_message(
@@ -301,7 +444,9 @@ def show_message(
     if shell is not None:
         shell.last_message = message
     hint = how_to_reply and message.context is not None
-    common.emit(message, lambda: print_message(message, hint=hint, in_shell=shell is not None))
+    common.emit(
+        message_json(message), lambda: print_message(message, hint=hint, in_shell=shell is not None)
+    )
 
 
 def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> None:
@@ -310,7 +455,15 @@ def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> Non
         f"message {message.id} in queue {message.queue} from client {message.sender} to {to}"
         f" (priority {message.priority}, {message.created_at.astimezone():%Y-%m-%d %H:%M:%S})"
     )
-    common.say(message.body)
+    if message.dead_from is not None:
+        common.note(f"(dead letter from queue {message.dead_from}: {message.failure or 'failed'})")
+    common.say(printable_body(message.body))
+    if message.delivery is not None:
+        settle = "ack ID" if in_shell else "courier ack ID"
+        common.note(
+            f"(delivery {message.delivery}, delivery #{message.deliveries};"
+            f" settle with: {settle.replace('ID', str(message.delivery))})"
+        )
     if not hint:
         return
     if in_shell:

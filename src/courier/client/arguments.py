@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from courier import config, errors, models
 from courier.client import connection
@@ -65,3 +66,52 @@ def check_priority(priority: int) -> None:
             f"priority must be an integer from {models.MIN_PRIORITY} to {models.MAX_PRIORITY},"
             f" not {priority!r}"
         )
+
+
+def body(value: bytes | bytearray | memoryview | str) -> bytes:
+    """A message body as bytes: text is encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            return value.encode()
+        except UnicodeEncodeError as exc:
+            raise errors.BadRequest(f"body text is not encodable as UTF-8 ({exc.reason})") from None
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise errors.BadRequest(f"a body is bytes or str, not {type(value).__name__}")
+
+
+def delay_ms(delay: float | None, not_before: datetime | None) -> int:
+    """Milliseconds to keep a message invisible: ``delay`` seconds, or until
+    ``not_before`` (a timezone-aware time; one already past means none)."""
+    if delay is not None and not_before is not None:
+        raise errors.BadRequest("give delay or not_before, not both")
+    if not_before is not None:
+        if not_before.tzinfo is None:
+            raise errors.BadRequest("not_before must be a timezone-aware datetime")
+        delay = max((not_before - datetime.now(UTC)).total_seconds(), 0.0)
+    if delay is None:
+        return 0
+    if delay < 0:
+        raise errors.BadRequest(f"delay must not be negative, not {delay:g}")
+    return min(round(delay * 1000), MAX_TIMEOUT_MS)
+
+
+def positive_ms(seconds: float | None, what: str) -> int | None:
+    """A positive duration in milliseconds (a ttl, a lease); None stays None."""
+    if seconds is None:
+        return None
+    milliseconds = round(seconds * 1000)
+    if milliseconds <= 0:
+        raise errors.BadRequest(f"{what} must be at least 1 ms, not {seconds:g} s")
+    return min(milliseconds, MAX_TIMEOUT_MS)
+
+
+def delivery(delivery: models.Message | int) -> int:
+    """The delivery id of a leased message (or the id itself)."""
+    if isinstance(delivery, models.Message):
+        if delivery.delivery is None:
+            raise errors.BadRequest(
+                f"message {delivery.id} was not taken with a lease: there is nothing to settle"
+            )
+        return delivery.delivery
+    return delivery

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Sequence
+from datetime import datetime
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
@@ -210,20 +211,37 @@ class AsyncClient:
     async def send(
         self,
         queues: queue_refs.QueueRef | Sequence[queue_refs.QueueRef],
-        body: str,
+        body: bytes | str,
         *,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
+        delay: float | None = None,
+        not_before: datetime | None = None,
+        ttl: float | None = None,
+        dedup_id: str | None = None,
     ) -> list[int]:
-        """Put a copy of the message in each queue, all or none; the new message ids."""
+        """Put a copy of the message in each queue, all or none; the new message ids.
+
+        ``body`` is bytes, or text sent as UTF-8. ``delay`` (seconds) or ``not_before``
+        keeps the copies invisible until then; after ``ttl`` seconds a copy nobody took
+        is dropped (or dead-lettered, if its queue says so). A retry with the same
+        ``dedup_id`` within the server's dedup window stores nothing and returns the
+        first send's ids, so a send retried after a lost reply is stored once.
+        """
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
+        request_body = arguments.body(body)
+        delay_ms = arguments.delay_ms(delay, not_before)
+        ttl_ms = arguments.positive_ms(ttl, "ttl")
+        if dedup_id == "":
+            raise errors.BadRequest("a dedup id must not be empty")
 
         async def send(ids: tuple[int, ...]) -> list[int]:
             request = protocol.Send(
-                queue_ids=ids, body=body, receiver=receiver, priority=priority, context=context
-            )
+                queue_ids=ids, body=request_body, receiver=receiver, priority=priority,
+                context=context, delay_ms=delay_ms, ttl_ms=ttl_ms, dedup_id=dedup_id,
+            )  # fmt: skip
             return list((await self._session.call(request, protocol.MessageIdsReply)).ids)
 
         return await self._queues.apply(refs, send)
@@ -244,9 +262,16 @@ class AsyncClient:
         *,
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
+        lease: float | None = None,
     ) -> models.Message | None:
-        """Take the first message visible to me, or None. QueueNotFound."""
-        return await self._read(queue, sender, order, pop=True)
+        """Take the first message visible to me, or None. QueueNotFound.
+
+        Without a lease the message is deleted as it is read (at most once: lost if
+        the reply is). With ``lease`` seconds it stays stored but invisible until you
+        ``ack`` it; unacknowledged, it is delivered again when the lease runs out or
+        this connection closes (at least once).
+        """
+        return await self._read(queue, sender, order, pop=True, lease=lease)
 
     async def receive(
         self,
@@ -255,18 +280,23 @@ class AsyncClient:
         timeout: float,
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
+        lease: float | None = None,
     ) -> models.Message | None:
         """Pop, waiting up to ``timeout`` seconds for a message to arrive; else None.
+        ``lease`` as for ``pop``.
 
-        Let the timeout end the wait: a call cancelled on the client side (Ctrl-C,
-        ``asyncio.wait_for``) may lose the message the server took for it just then.
+        A call cancelled on the client side (``asyncio.wait_for``, Ctrl-C) tells the
+        server, which then takes nothing for it; a leased message already on its way
+        back is released at once.
         """
         request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
+        lease_ms = arguments.positive_ms(lease, "lease") or 0
 
         async def receive(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Receive(
-                queue_id=ids[0], sender_id=sender, order=request_order, timeout_ms=timeout_ms
-            )
+                queue_id=ids[0], sender_id=sender, order=request_order, timeout_ms=timeout_ms,
+                lease_ms=lease_ms,
+            )  # fmt: skip
             try:
                 reply = await self._session.call(request, protocol.MessageReply, wait=timeout)
             except errors.NoMessage:
@@ -275,10 +305,56 @@ class AsyncClient:
 
         return await self._queues.apply([queue], receive)
 
+    async def ack(self, delivery: models.Message | int) -> None:
+        """A leased message is done: it is deleted. LeaseExpired if the lease ran out
+        (the message may be with another reader now) or it was settled already."""
+        request = protocol.Ack(arguments.delivery(delivery))
+        await self._session.call(request, protocol.Done)
+
+    async def nack(
+        self, delivery: models.Message | int, *, delay: float = 0.0, reason: str | None = None
+    ) -> None:
+        """Give a leased message back: visible again after ``delay`` seconds, or moved to
+        the dead-letter queue once it has had its queue's max_deliveries; ``reason`` is
+        kept with it. LeaseExpired as for ``ack``."""
+        request = protocol.Nack(
+            arguments.delivery(delivery), arguments.delay_ms(delay, None), reason or None
+        )
+        await self._session.call(request, protocol.Done)
+
+    async def extend(self, delivery: models.Message | int, seconds: float) -> None:
+        """Hold a leased message longer: its lease now ends ``seconds`` from now."""
+        lease_ms = arguments.positive_ms(seconds, "lease")
+        assert lease_ms is not None
+        await self._session.call(
+            protocol.Extend(arguments.delivery(delivery), lease_ms), protocol.Done
+        )
+
+    async def configure_queue(
+        self,
+        queue: queue_refs.QueueRef,
+        *,
+        max_deliveries: int | None = None,
+        dead_letter_queue: queue_refs.QueueRef | None = None,
+        dead_letter_expired: bool = False,
+    ) -> models.QueueSettings:
+        """Set how a queue treats failing messages: after ``max_deliveries`` leases a
+        message moves to ``dead_letter_queue`` (dropped without one), and with
+        ``dead_letter_expired`` expired messages move there too."""
+        if max_deliveries is not None and max_deliveries <= 0:
+            raise errors.BadRequest(f"max_deliveries must be positive, not {max_deliveries}")
+        dead_letters = (
+            None if dead_letter_queue is None else await self._queues.id(dead_letter_queue)
+        )
+        request = protocol.ConfigureQueue(
+            await self._queues.id(queue), max_deliveries, dead_letters, dead_letter_expired
+        )
+        return (await self._session.call(request, protocol.QueueSettingsReply)).settings
+
     async def request(
         self,
         queue: queue_refs.QueueRef,
-        body: str,
+        body: bytes | str,
         *,
         timeout: float,
         receiver: int | None = None,
@@ -301,7 +377,7 @@ class AsyncClient:
         return message
 
     async def reply(
-        self, request: models.Message, body: str, *, priority: int = models.DEFAULT_PRIORITY
+        self, request: models.Message, body: bytes | str, *, priority: int = models.DEFAULT_PRIORITY
     ) -> int:
         """Answer a request message: to its sender, in its queue, with its context."""
         if request.context is None:
@@ -335,13 +411,16 @@ class AsyncClient:
         order: models.Order | str,
         *,
         pop: bool,
+        lease: float | None = None,
     ) -> models.Message | None:
         read_order = arguments.order(order)
+        lease_ms = arguments.positive_ms(lease, "lease") or 0
 
         async def read(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Read(
-                queue_id=ids[0] if ids else None, sender_id=sender, order=read_order, pop=pop
-            )
+                queue_id=ids[0] if ids else None, sender_id=sender, order=read_order, pop=pop,
+                lease_ms=lease_ms,
+            )  # fmt: skip
             try:
                 return (await self._session.call(request, protocol.MessageReply)).message
             except errors.NoMessage:

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from courier import errors, protocol
@@ -60,6 +61,7 @@ class Connection:
         self._writer = writer
         self._decoder = protocol.Decoder(MAX_REPLY_BYTES)
         self._pending: dict[int, asyncio.Future[Arrival]] = {}
+        self._orphans: dict[int, Callable[[protocol.Reply], None]] = {}  # see ``abandon``
         self._lost_reason: str | None = None
         self._refusal: errors.CourierError | None = None
         self._reader_task = asyncio.create_task(self._read_replies(reader))
@@ -99,6 +101,17 @@ class Connection:
             raise errors.RequestTimeout(f"no reply from {self.label} within {timeout:g}s") from None
         finally:
             self._pending.pop(request_id, None)
+
+    def post(self, frame: bytes) -> None:
+        """Send a request whose reply nobody waits for (it is dropped when it comes)."""
+        if self._lost_reason is None:
+            self._writer.write(frame)
+
+    def abandon(self, request_id: int, late_reply: Callable[[protocol.Reply], None]) -> None:
+        """Nobody waits for ``request_id`` any more; should its reply still come, it goes
+        to ``late_reply``."""
+        if self._lost_reason is None:
+            self._orphans[request_id] = late_reply
 
     async def close(self) -> None:
         self._lose("the client closed the connection")
@@ -142,6 +155,8 @@ class Connection:
             future = self._pending.get(raw.request_id)
             if future is not None and not future.done():
                 future.set_result(Arrival(reply, decoded, decoded - started, raw.size))
+            elif (late_reply := self._orphans.pop(raw.request_id, None)) is not None:
+                late_reply(reply)
             elif isinstance(reply, protocol.ErrorReply):
                 # About the connection itself (say, SERVER_FULL): the server hangs up next.
                 self._refusal = reply.to_exception()

@@ -30,6 +30,9 @@ RETRY_PAUSE = 0.2
 
 LOGOUT_TIMEOUT = 2.0
 
+WAITING_REQUESTS = (protocol.Receive, protocol.AwaitResponse)
+"""Requests the server holds until a message comes; CANCEL ends them early."""
+
 # The operation name a call's record carries, by request type: one dict lookup a call.
 _OPERATIONS = {kind: names.OPERATIONS[opcode] for kind, opcode in frames.OPCODES.items()}
 
@@ -182,7 +185,7 @@ class Session:
         expected: type[ReplyT],
         wait: float = 0.0,
     ) -> ReplyT:
-        request_id = (next(self._request_ids) - 1) % constants.MAX_REQUEST_ID + 1
+        request_id = self._next_request_id()
         start_ns = time.time_ns()
         started = time.perf_counter_ns()
         frame = protocol.encode(request_id, request)
@@ -190,6 +193,10 @@ class Session:
         timeout = None if self.request_timeout is None else self.request_timeout + wait
         try:
             arrival = await link.exchange(request_id, frame, timeout)
+        except (asyncio.CancelledError, errors.RequestTimeout):
+            if isinstance(request, WAITING_REQUESTS):
+                self._cancel_on(link, request_id)
+            raise
         except errors.CourierError as exc:
             if self.recorder is not None:
                 failed = recording.CallRecord(
@@ -212,6 +219,22 @@ class Session:
 
     def _client_id(self) -> int:
         return self.client.id if self.client is not None else 0
+
+    def _next_request_id(self) -> int:
+        return (next(self._request_ids) - 1) % constants.MAX_REQUEST_ID + 1
+
+    def _cancel_on(self, link: connection.Connection, request_id: int) -> None:
+        """The caller gave up on a waiting request: the server is told to end it, so it
+        pops nothing more for us; a leased message that was already on its way back
+        is released at once rather than when its lease runs out."""
+
+        def release(reply: protocol.Reply) -> None:
+            if isinstance(reply, protocol.MessageReply) and reply.message.delivery is not None:
+                nack = protocol.Nack(reply.message.delivery, 0, "the receiver gave up")
+                link.post(protocol.encode(self._next_request_id(), nack))
+
+        link.abandon(request_id, release)
+        link.post(protocol.encode(self._next_request_id(), protocol.Cancel(request_id)))
 
 
 def _reply_type(request: protocol.Request) -> type[protocol.Reply]:

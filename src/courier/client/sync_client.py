@@ -142,6 +142,10 @@ class Client:
     receive = blocking(async_client.AsyncClient.receive)
     request = blocking(async_client.AsyncClient.request)
     reply = blocking(async_client.AsyncClient.reply)
+    ack = blocking(async_client.AsyncClient.ack)
+    nack = blocking(async_client.AsyncClient.nack)
+    extend = blocking(async_client.AsyncClient.extend)
+    configure_queue = blocking(async_client.AsyncClient.configure_queue)
 
 
 async def _build(

@@ -1,4 +1,5 @@
-"""The admin actions: create a queue, delete a queue, delete a message.
+"""The admin actions: create a queue, delete a queue, delete a message, and move
+dead letters back to the queues they failed in ("redrive": a queue's all, or one).
 
 Each exists twice, once in the JSON API (token in the X-Courier-Admin-Token header)
 and once as an HTML form (token in a form field or the signed-in cookie). Without the
@@ -15,7 +16,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from courier import errors
-from courier.console import api, auth, params, state
+from courier.console import api, auth, params, queries, state
 
 SIGN_IN_MAX_AGE_S = 12 * 3600
 
@@ -47,15 +48,29 @@ def wants_if_empty(value: str | None) -> bool:
     return (value or "").lower() in {"1", "true", "yes", "on"}
 
 
-# -- JSON API ---------------------------------------------------------------------
-async def api_create_queue(request: Request) -> JSONResponse:
-    console = require_api_token(request)
+async def json_object(request: Request) -> dict[str, object]:
+    """The request's JSON object body; an empty body is an empty object."""
     try:
         payload = json.loads(await request.body() or b"{}")
     except json.JSONDecodeError as exc:
         raise errors.BadRequest(f"body is not JSON: {exc.msg}") from None
     if not isinstance(payload, dict):
         raise errors.BadRequest("body must be a JSON object")
+    return payload
+
+
+async def redrive(
+    console: state.ConsoleState, queue_id: int, message_ids: list[int] | None = None
+) -> int:
+    """Move dead letters of an existing queue back; how many moved. QueueNotFound."""
+    await queries.queue(console.pool, queue_id, console.settings.count_cap)
+    return await console.repository.redrive(queue_id, message_ids)
+
+
+# -- JSON API ---------------------------------------------------------------------
+async def api_create_queue(request: Request) -> JSONResponse:
+    console = require_api_token(request)
+    payload = await json_object(request)
     queue = await console.repository.create_queue(params.queue_name(payload))
     return api.as_json({"queue": queue}, status_code=201)
 
@@ -73,6 +88,14 @@ async def api_delete_message(request: Request) -> JSONResponse:
     message_id = params.path_id(request.path_params, "message_id")
     queue_id = await console.repository.delete_message(message_id)
     return api.as_json({"deleted": {"message": message_id, "queue": queue_id}})
+
+
+async def api_redrive(request: Request) -> JSONResponse:
+    console = require_api_token(request)
+    queue_id = params.path_id(request.path_params, "queue_id")
+    message_ids = params.message_ids(await json_object(request))
+    moved = await redrive(console, queue_id, message_ids)
+    return api.as_json({"redriven": {"queue": queue_id, "moved": moved}})
 
 
 # -- HTML forms -------------------------------------------------------------------
@@ -94,6 +117,26 @@ async def form_delete_message(request: Request) -> Response:
     message_id = params.path_id(request.path_params, "message_id")
     queue_id = await console.repository.delete_message(message_id)
     return RedirectResponse(f"/queues/{queue_id}?deleted={message_id}", status_code=303)
+
+
+async def form_redrive(request: Request) -> Response:
+    console, _ = await require_form_token(request)
+    queue_id = params.path_id(request.path_params, "queue_id")
+    moved = await redrive(console, queue_id)
+    return RedirectResponse(f"/queues/{queue_id}?redriven={moved}", status_code=303)
+
+
+async def form_redrive_message(request: Request) -> Response:
+    """Move one dead letter back; NoMessage when it is not (or no longer) one here."""
+    console, _ = await require_form_token(request)
+    queue_id = params.path_id(request.path_params, "queue_id")
+    message_id = params.path_id(request.path_params, "message_id")
+    if not await redrive(console, queue_id, [message_id]):
+        raise errors.NoMessage(
+            f"message {message_id} is not a dead letter in queue {queue_id} that can move"
+            " back (it moved or was deleted already, or the queue it failed in is gone)"
+        )
+    return RedirectResponse(f"/queues/{queue_id}?redriven=1", status_code=303)
 
 
 async def sign_in(request: Request) -> Response:
@@ -122,9 +165,16 @@ routes = [
     Route("/api/queues", api_create_queue, methods=["POST"]),
     Route("/api/queues/{queue_id:int}", api_delete_queue, methods=["DELETE"]),
     Route("/api/messages/{message_id:int}", api_delete_message, methods=["DELETE"]),
+    Route("/api/queues/{queue_id:int}/redrive", api_redrive, methods=["POST"]),
     Route("/queues", form_create_queue, methods=["POST"]),
     Route("/queues/{queue_id:int}/delete", form_delete_queue, methods=["POST"]),
     Route("/messages/{message_id:int}/delete", form_delete_message, methods=["POST"]),
+    Route("/queues/{queue_id:int}/redrive", form_redrive, methods=["POST"]),
+    Route(
+        "/queues/{queue_id:int}/messages/{message_id:int}/redrive",
+        form_redrive_message,
+        methods=["POST"],
+    ),
     Route("/admin/sign-in", sign_in, methods=["POST"]),
     Route("/admin/sign-out", sign_out, methods=["POST"]),
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from courier.console import params, queries, rows, state
+from courier.console import bodies, params, queries, rows, state
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +39,11 @@ class QueueList:
 
 @dataclass(frozen=True, slots=True)
 class QueueDetail:
+    """A queue and a page of its messages; ``dead_letter_sources`` are the queues
+    whose dead letters come here."""
+
     queue: rows.QueueRow
+    dead_letter_sources: list[rows.QueueRef]
     filters: rows.MessageFilters
     messages: rows.Page[rows.MessageRow]
     count_cap: int
@@ -47,7 +51,12 @@ class QueueDetail:
 
 @dataclass(frozen=True, slots=True)
 class MessageDetail:
+    """A message with its whole body: shown (text, or a hex dump when binary) in
+    ``message.body``, and exactly, base64-encoded, in ``body_base64``."""
+
     message: rows.MessageRow
+    whereabouts: rows.Whereabouts
+    body_base64: str
 
 
 async def overview(console: state.ConsoleState) -> Overview:
@@ -101,8 +110,15 @@ async def queue_detail(
     page = await queries.queue_messages(
         console.pool, queue_id, filters, paging, console.settings.scan_limit
     )
-    return QueueDetail(queue=queue, filters=filters, messages=page, count_cap=cap)
+    return QueueDetail(
+        queue=queue,
+        dead_letter_sources=await queries.dead_letter_sources(console.pool, queue_id),
+        filters=filters,
+        messages=page,
+        count_cap=cap,
+    )
 
 
 async def message_detail(console: state.ConsoleState, message_id: int) -> MessageDetail:
-    return MessageDetail(message=await queries.message(console.pool, message_id))
+    message, whereabouts, body = await queries.message(console.pool, message_id)
+    return MessageDetail(message, whereabouts, bodies.base64_text(body))

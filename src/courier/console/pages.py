@@ -18,6 +18,7 @@ NOTICES = {
     "created": "Queue created.",
     "deleted": "Deleted.",
     "signed_in": "Signed in as admin.",
+    "redriven": "Dead letters moved back to the queues they failed in: {count}.",
 }
 
 
@@ -51,7 +52,12 @@ def api_url(request: Request, path: str) -> str:
 
 
 def notice(request: Request) -> str | None:
-    return next((text for key, text in NOTICES.items() if key in request.query_params), None)
+    """The notice an admin action's redirect asked for; a count must be a number."""
+    for key, text in NOTICES.items():
+        value = request.query_params.get(key)
+        if value is not None and ("{count}" not in text or (value.isascii() and value.isdigit())):
+            return text.format(count=value)
+    return None
 
 
 def render(

@@ -69,3 +69,17 @@ def queue_name(values: Mapping[str, object]) -> str:
     if not isinstance(name, str) or not name.strip():
         raise errors.BadRequest("a queue needs a name")
     return name.strip()
+
+
+def message_ids(values: Mapping[str, object]) -> list[int] | None:
+    """The ``message_ids`` of a JSON body: a list of message ids, or None (all)."""
+    ids = values.get("message_ids")
+    if ids is None:
+        return None
+    if not isinstance(ids, list) or not all(is_id(value) for value in ids):
+        raise errors.BadRequest("message_ids must be a list of message ids")
+    return [int(value) for value in ids]
+
+
+def is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0

@@ -8,6 +8,7 @@ written once, in console/sql/_*.sql, which the queries include.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.resources
 import re
@@ -17,11 +18,15 @@ from typing import Any, TypeVar
 import asyncpg
 
 from courier import errors
-from courier.console import params, rows
+from courier.console import bodies, params, rows
 
 T = TypeVar("T")
-PREVIEW_CHARS = 120
+PREVIEW_BYTES = 120
 INCLUDE = re.compile(r"^-- include: (?P<name>_\w+)\.sql$", re.MULTILINE)
+# A message row's fields that come straight from its record; the body is shown.
+MESSAGE_COLUMNS = [
+    f.name for f in dataclasses.fields(rows.MessageRow) if f.name not in {"body", "body_binary"}
+]
 
 
 @functools.cache
@@ -51,8 +56,11 @@ def queue_row(record: asyncpg.Record) -> rows.QueueRow:
     return rows.QueueRow(**dict(record))
 
 
-def message_row(record: asyncpg.Record) -> rows.MessageRow:
-    return rows.MessageRow(**dict(record))
+def message_row(record: asyncpg.Record, *, dump: bool = False) -> rows.MessageRow:
+    """A message row from its record, whose body is the whole body or its first bytes."""
+    fields = {name: record[name] for name in MESSAGE_COLUMNS}
+    shown = bodies.show(record["body"], record["body_bytes"], dump=dump)
+    return rows.MessageRow(**fields, body_binary=shown.binary, body=shown.text)
 
 
 def instance_row(record: asyncpg.Record) -> rows.InstanceRow:
@@ -63,7 +71,7 @@ async def message_page(
     pool: asyncpg.Pool, query: str, key: int, paging: params.Paging
 ) -> rows.Page[rows.MessageRow]:
     """A page of an unfiltered message list; key ($1) is the client or queue listed."""
-    records = await pool.fetch(sql(query), key, paging.after, paging.limit + 1, PREVIEW_CHARS)
+    records = await pool.fetch(sql(query), key, paging.after, paging.limit + 1, PREVIEW_BYTES)
     return keyset_page(records, paging.limit, message_row)
 
 
@@ -141,7 +149,7 @@ async def queue_messages(
         queue_id,
         paging.after,
         paging.limit + 1,
-        PREVIEW_CHARS,
+        PREVIEW_BYTES,
         filters.sender,
         filters.receiver,
         filters.priority,
@@ -167,9 +175,22 @@ async def scan_page(
     return rows.Page(items=items, next_after=int(window["last_id"]), scan_limited=True)
 
 
+async def dead_letter_sources(pool: asyncpg.Pool, queue_id: int) -> list[rows.QueueRef]:
+    """The queues that send their dead letters to queue_id."""
+    records = await pool.fetch(sql("dead_letter_sources"), queue_id)
+    return [rows.QueueRef(**dict(record)) for record in records]
+
+
 # -- messages ---------------------------------------------------------------------
-async def message(pool: asyncpg.Pool, message_id: int) -> rows.MessageRow:
+async def message(
+    pool: asyncpg.Pool, message_id: int
+) -> tuple[rows.MessageRow, rows.Whereabouts, bytes]:
+    """One message, visible or held: its row (a binary body as a hex dump), where it
+    is, and its body exactly as stored."""
     record = await pool.fetchrow(sql("message"), message_id)
     if record is None:
         raise errors.NoMessage(f"message {message_id} does not exist")
-    return message_row(record)
+    where = rows.Whereabouts(
+        record["state"], record["visible_at"], record["holder"], record["holder_name"]
+    )
+    return message_row(record, dump=True), where, bytes(record["body"])

@@ -48,17 +48,36 @@ class ClientRow:
 
 @dataclass(frozen=True, slots=True)
 class QueueRow:
+    """A queue. ``messages`` counts the visible ones; ``leased`` (taken, not yet
+    acknowledged) and ``delayed`` ones are held apart until they are due. After
+    ``max_deliveries`` (None: no limit) a message moves to the dead-letter queue."""
+
     id: int
     name: str
     created_at: datetime
     messages: int
     oldest_at: datetime | None
     oldest_age_s: float | None
+    leased: int
+    delayed: int
+    max_deliveries: int | None
+    dead_letter_queue: int | None
+    dead_letter_queue_name: str | None
+    dead_letter_expired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRef:
+    id: int
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
 class MessageRow:
-    """A stored message. In lists ``body`` is a preview; ``body_chars`` is the full length."""
+    """A stored message. ``body`` is its text, or its bytes in hex when
+    ``body_binary``; in lists only a preview of the first bytes. ``body_bytes`` is
+    the whole body's length. A dead letter names the queue it failed in
+    (``dead_from``); ``failure`` is the last reason a reader gave."""
 
     id: int
     queue: int
@@ -71,8 +90,28 @@ class MessageRow:
     priority: int
     created_at: datetime
     age_s: float
-    body_chars: int
+    deliveries: int
+    dead_from: int | None
+    dead_from_name: str | None
+    failure: str | None
+    body_bytes: int
+    body_binary: bool
     body: str
+
+
+@dataclass(frozen=True, slots=True)
+class Whereabouts:
+    """Where a message is: ``visible`` in its queue, or held until ``visible_at``,
+    ``leased`` to ``holder`` or ``delayed``."""
+
+    state: str
+    visible_at: datetime | None
+    holder: int | None
+    holder_name: str | None
+
+    @property
+    def held(self) -> bool:
+        return self.state != "visible"
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,4 +164,6 @@ def jsonable(value: Any) -> Any:
         return [jsonable(item) for item in value]
     if isinstance(value, datetime):
         return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        raise TypeError("bytes are not JSON: show them as text or hex first (console.bodies)")
     return value

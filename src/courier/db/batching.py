@@ -164,13 +164,19 @@ class BatchedRepository(repository.Repository):
         self,
         sender_id: int,
         queue_ids: Sequence[int],
-        body: str,
+        body: bytes,
         *,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
+        options: repository.SendOptions = repository.PLAIN_SEND,
         timing: Timing | None = None,
     ) -> list[int]:
+        if not options.plain:  # delayed, expiring or deduplicated: one call of its own
+            return await super().send(
+                sender_id, queue_ids, body, receiver=receiver, priority=priority,
+                context=context, options=options, timing=timing,
+            )  # fmt: skip
         self._check_message(body, priority)
         request = repository.SendRequest(sender_id, queue_ids, body, receiver, priority, context)
         ids: list[int] = await self._batcher.submit(request, timing)
@@ -184,8 +190,14 @@ class BatchedRepository(repository.Repository):
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         pop: bool = False,
+        lease: repository.Lease | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
+        if lease is not None:  # a leased pop takes a call of its own
+            return await super().read(
+                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
+                lease=lease, timing=timing,
+            )  # fmt: skip
         request: repository.Operation
         if pop and queue_id is not None and sender_id is None:
             request = repository.PopRequest(reader_id, queue_id, order)

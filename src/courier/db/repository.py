@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 import asyncpg
@@ -33,6 +34,40 @@ class Timing:
     pool_wait_ns: int = 0
     round_trip_ns: int = 0
     exec_ns: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SendOptions:
+    """What a send may ask beyond storing: stay invisible for ``delay_ms``, expire
+    after ``ttl_ms`` untaken, and store nothing again for a retry with ``dedup_id``."""
+
+    delay_ms: int = 0
+    ttl_ms: int | None = None
+    dedup_id: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        return not self.delay_ms and self.ttl_ms is None and self.dedup_id is None
+
+
+PLAIN_SEND = SendOptions()
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A pop that leases its message for ``ms`` to the reader, through an instance."""
+
+    ms: int
+    instance_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    """What one sweep did, and when the next thing falls due (None: nothing held)."""
+
+    returned: int
+    expired: int
+    next_due: datetime | None
 
 
 class Repository:
@@ -157,21 +192,24 @@ class Repository:
         self,
         sender_id: int,
         queue_ids: Sequence[int],
-        body: str,
+        body: bytes,
         *,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
+        options: SendOptions = PLAIN_SEND,
         timing: Timing | None = None,
     ) -> list[int]:
         """One independent copy per queue, atomically; ids in queue_ids order.
         QueueNotFound (nothing stored), InvalidPriority, PayloadTooLarge, BadRequest
-        (no queues), NotAuthorised (read-only sender)."""
+        (no queues), NotAuthorised (read-only sender). ``options`` delays, expires or
+        deduplicates the message (see SendOptions)."""
         self._check_message(body, priority)
         row = await self._call(
-            "courier_send_v1($1, $2, $3, $4, $5, $6, $7)",
+            "courier_send_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
             sender_id, list(queue_ids), body, receiver, priority, context,
-            self.limits.max_body_bytes,
+            self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
+            self._dedup_window_ms,
             timing=timing,
         )  # fmt: skip
         return list(row["message_ids"])
@@ -184,14 +222,17 @@ class Repository:
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         pop: bool = False,
+        lease: Lease | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
         """Peek or pop one visible message (receiver NULL or reader).
         BadRequest (neither queue nor sender), QueueNotFound, QueueEmpty (a queue was
-        given and nothing in it is visible), NoMessage (sender-only read found none)."""
+        given and nothing in it is visible), NoMessage (sender-only read found none).
+        A pop with a lease keeps the message, invisible, until it is acknowledged."""
         row = await self._call(
-            "courier_read_v1($1, $2, $3, $4, $5)",
+            "courier_read_v2($1, $2, $3, $4, $5, $6, $7)",
             reader_id, queue_id, sender_id, str(order), pop,
+            lease.ms if lease else 0, lease.instance_id if lease else None,
             timing=timing,
         )  # fmt: skip
         return _message(row)
@@ -212,7 +253,7 @@ class Repository:
         pops = [numbered for group in groups.values() for numbered in group]
         copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
         rows = await self._call_many(
-            "courier_exchange_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            "courier_exchange_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
             " $14, $15, $16, $17, $18, $19)",
             [n for n, _ in sends],
             [send.sender_id for _, send in sends],
@@ -265,7 +306,7 @@ class Repository:
         """Pop the message in queue addressed to reader with this context.
         QueueNotFound; NoMessage."""
         row = await self._call(
-            "courier_pop_response_v1($1, $2, $3)", reader_id, queue_id, context, timing=timing
+            "courier_pop_response_v2($1, $2, $3)", reader_id, queue_id, context, timing=timing
         )
         return _message(row)
 
@@ -275,6 +316,92 @@ class Repository:
         """Queues (sorted by id) holding a message the reader could read;
         message_count is the number of messages visible to the reader there."""
         return _queues(await self._call("courier_queues_for_me_v1($1)", reader_id, timing=timing))
+
+    # -- leases and dead letters ------------------------------------------------
+    async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:
+        """The leased message is done: delete it. LeaseExpired when it is no longer held."""
+        await self._call("courier_ack_v1($1, $2)", holder_id, delivery_id, timing=timing)
+
+    async def nack(
+        self,
+        holder_id: int,
+        delivery_id: int,
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: Timing | None = None,
+    ) -> str:
+        """Give the leased message back: visible again after the delay, or a dead letter
+        after its queue's max_deliveries. Returns 'visible', 'delayed', 'dead' or
+        'dropped'. LeaseExpired when it is no longer held."""
+        row = await self._call(
+            "courier_nack_v1($1, $2, $3, $4)", holder_id, delivery_id, delay_ms, reason,
+            timing=timing,
+        )  # fmt: skip
+        return str(row["outcome"])
+
+    async def extend(
+        self, holder_id: int, delivery_id: int, lease_ms: int, *, timing: Timing | None = None
+    ) -> None:
+        """The lease now ends lease_ms from now. LeaseExpired when it is no longer held."""
+        await self._call(
+            "courier_extend_v1($1, $2, $3)", holder_id, delivery_id, lease_ms, timing=timing
+        )
+
+    async def give_back(
+        self, reader_id: int, message: models.Message, *, timing: Timing | None = None
+    ) -> None:
+        """Undo the pop that took ``message`` for a reader who gave up: a lease is
+        released uncounted, a plain pop's message is stored again as it was."""
+        if message.delivery is not None:
+            await self._call(
+                "courier_unlease_v1($1, $2)", reader_id, message.delivery, timing=timing
+            )
+            return
+        await self._call(
+            "courier_restore_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            message.id, message.queue, message.sender, message.receiver, message.context,
+            message.priority, message.created_at, message.body, message.deliveries,
+            message.dead_from, message.failure,
+            timing=timing,
+        )  # fmt: skip
+
+    async def release_leases(
+        self, holder_id: int, instance_id: int, *, timing: Timing | None = None
+    ) -> int:
+        """Give back every lease the client holds through this instance; how many."""
+        row = await self._call(
+            "courier_release_leases_v1($1, $2, $3)", holder_id, instance_id,
+            "the connection closed", timing=timing,
+        )  # fmt: skip
+        return int(row["released"])
+
+    async def configure_queue(
+        self, settings: models.QueueSettings, *, timing: Timing | None = None
+    ) -> models.QueueSettings:
+        """Set how the queue treats failing messages. QueueNotFound, BadRequest."""
+        row = await self._call(
+            "courier_configure_queue_v1($1, $2, $3, $4)",
+            settings.queue, settings.max_deliveries, settings.dead_letter_queue,
+            settings.dead_letter_expired,
+            timing=timing,
+        )  # fmt: skip
+        return models.QueueSettings(
+            row["queue_id"], row["max_deliveries"], row["dead_letter_queue_id"],
+            row["dead_letter_expired"],
+        )  # fmt: skip
+
+    async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep:
+        """Return due held messages to their queues, expire messages past their ttl,
+        forget old dedup ids; ``next_due`` is when something falls due next."""
+        row = await self._call(
+            "courier_sweep_v1($1, $2)", limit, self._dedup_window_ms, timing=timing
+        )
+        return Sweep(row["returned"], row["expired"], row["next_due"])
+
+    @property
+    def _dedup_window_ms(self) -> int:
+        return round(self.limits.dedup_window * 1000)
 
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
@@ -305,9 +432,9 @@ class Repository:
             raise _translate.translate(exc) from exc
         return rows
 
-    def _check_message(self, body: str, priority: int) -> None:
+    def _check_message(self, body: bytes, priority: int) -> None:
         """Cheap checks before the round trip; the stored function repeats them."""
-        size = len(body.encode("utf-8", errors="surrogatepass"))
+        size = len(body)
         if size > self.limits.max_body_bytes:
             raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
         if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
@@ -320,7 +447,7 @@ class SendRequest:
 
     sender_id: int
     queue_ids: Sequence[int]
-    body: str
+    body: bytes
     receiver: int | None = None
     priority: int = models.DEFAULT_PRIORITY
     context: int | None = None
@@ -404,6 +531,10 @@ def _message(row: Any) -> models.Message:
         priority=row["priority"],
         created_at=row["created_at"],
         body=row["body"],
+        delivery=row["delivery_id"],
+        deliveries=row["deliveries"],
+        dead_from=row["dead_from"],
+        failure=row["failure"],
     )
 
 
@@ -419,3 +550,18 @@ class ConsoleRepository(Repository):
         (popped or deleted a moment earlier: every message leaves exactly once)."""
         row = await self._call("courier_delete_message_v1($1)", message_id, timing=timing)
         return int(row["queue_id"])
+
+    async def redrive(
+        self,
+        queue_id: int,
+        message_ids: Sequence[int] | None = None,
+        *,
+        timing: Timing | None = None,
+    ) -> int:
+        """Move dead letters of queue_id back to the queues they failed in (the given
+        ones, or all); how many moved."""
+        row = await self._call(
+            "courier_redrive_v1($1, $2)", queue_id,
+            None if message_ids is None else list(message_ids), timing=timing,
+        )  # fmt: skip
+        return int(row["moved"])

@@ -9,6 +9,7 @@ joinable on ``(client_id, request_id)``, even across several mock middleware.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -19,7 +20,8 @@ from courier.db import repository
 FIXED_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 FIXED_QUEUE_ID = 1
 FIXED_MESSAGE_ID = 1
-FIXED_BODY = "courier mock message"
+FIXED_DELIVERY_ID = 1
+FIXED_BODY = b"courier mock message"
 
 
 def stable_id(name: str) -> int:
@@ -121,11 +123,12 @@ class MockBackend:
         self,
         sender_id: int,
         queue_ids: Sequence[int],
-        body: str,
+        body: bytes,
         *,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
+        options: repository.SendOptions = repository.PLAIN_SEND,
         timing: repository.Timing | None = None,
     ) -> list[int]:
         return list(range(FIXED_MESSAGE_ID, FIXED_MESSAGE_ID + len(queue_ids)))
@@ -138,9 +141,13 @@ class MockBackend:
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         pop: bool = False,
+        lease: repository.Lease | None = None,
         timing: repository.Timing | None = None,
     ) -> models.Message:
-        return _message(queue_id or FIXED_QUEUE_ID, sender_id or reader_id)
+        message = _message(queue_id or FIXED_QUEUE_ID, sender_id or reader_id)
+        if lease is None:
+            return message
+        return dataclasses.replace(message, delivery=FIXED_DELIVERY_ID, deliveries=1)
 
     async def pop_response(
         self,
@@ -156,6 +163,52 @@ class MockBackend:
         self, reader_id: int, *, timing: repository.Timing | None = None
     ) -> list[models.Queue]:
         return [models.Queue(FIXED_QUEUE_ID, "mock", 1)]
+
+    async def ack(
+        self, holder_id: int, delivery_id: int, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def nack(
+        self,
+        holder_id: int,
+        delivery_id: int,
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: repository.Timing | None = None,
+    ) -> str:
+        return "visible"
+
+    async def extend(
+        self,
+        holder_id: int,
+        delivery_id: int,
+        lease_ms: int,
+        *,
+        timing: repository.Timing | None = None,
+    ) -> None:
+        return None
+
+    async def give_back(
+        self, reader_id: int, message: models.Message, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def release_leases(
+        self, holder_id: int, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> int:
+        return 0
+
+    async def configure_queue(
+        self, settings: models.QueueSettings, *, timing: repository.Timing | None = None
+    ) -> models.QueueSettings:
+        return settings
+
+    async def sweep(
+        self, limit: int, *, timing: repository.Timing | None = None
+    ) -> repository.Sweep:
+        return repository.Sweep(0, 0, None)
 
     @staticmethod
     def _client(client: int | str, *, online: bool) -> models.ClientInfo:

@@ -16,6 +16,7 @@ from courier.protocol.constants import Opcode
 SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.Pong: Opcode.PING,
     frames.MessageIdsReply: Opcode.SEND,
+    frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
     frames.ErrorReply: constants.NO_OPCODE,
 }
 

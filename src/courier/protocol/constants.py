@@ -53,8 +53,8 @@ MAX_REQUEST_ID = 0xFFFF_FFFF
 MAX_NAME_BYTES = 0xFFFF
 """Queue and client names, and error messages, carry a u16 byte length."""
 
-MAX_TEXT_BYTES = 0xFFFF_FFFF
-"""Message bodies carry a u32 byte length (the frame limit binds long before)."""
+MAX_BLOB_BYTES = 0xFFFF_FFFF
+"""Message bodies are raw bytes with a u32 length (the frame limit binds long before)."""
 
 MAX_QUEUE_IDS = 0xFFFF
 """A SEND names its target queues with a u16 count."""
@@ -67,15 +67,20 @@ class Opcode(enum.IntEnum):
     REGISTER = 0x02
     LOGIN = 0x03
     LOGOUT = 0x04
+    CANCEL = 0x05
     CREATE_QUEUE = 0x10
     DELETE_QUEUE = 0x11
     GET_QUEUE = 0x12
     LIST_QUEUES = 0x13
+    CONFIGURE_QUEUE = 0x14
     SEND = 0x20
     READ = 0x21
     RECEIVE = 0x22
     AWAIT_RESPONSE = 0x23
     QUEUES_FOR_ME = 0x24
+    ACK = 0x25
+    NACK = 0x26
+    EXTEND = 0x27
 
 
 PRE_LOGIN_OPCODES = frozenset({Opcode.PING, Opcode.REGISTER, Opcode.LOGIN})

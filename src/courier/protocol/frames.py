@@ -63,6 +63,13 @@ class Logout:
 
 
 @dataclass(frozen=True, slots=True)
+class Cancel:
+    """End a waiting RECEIVE or AWAIT_RESPONSE sent earlier on this connection."""
+
+    request_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class CreateQueue:
     name: str
 
@@ -87,32 +94,56 @@ class ListQueues:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigureQueue:
+    """Set how a queue treats failing and expired messages (see models.QueueSettings)."""
+
+    queue_id: int
+    max_deliveries: int | None
+    dead_letter_queue: int | None
+    dead_letter_expired: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Send:
+    """Store one message per queue, hidden for delay_ms and expiring after ttl_ms.
+
+    A retry with the same dedup_id (within the server's window) stores nothing and
+    is answered with the ids of the first send.
+    """
+
     queue_ids: tuple[int, ...]
-    body: str
+    body: bytes
     receiver: int | None
     priority: int
     context: int | None
+    delay_ms: int = 0
+    ttl_ms: int | None = None
+    dedup_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """Peek (pop=False) or pop one message; None means any queue / any sender."""
+    """Peek (pop=False) or pop one message; None means any queue / any sender.
+
+    A pop with lease_ms > 0 leases the message instead of deleting it: ACK it.
+    """
 
     queue_id: int | None
     sender_id: int | None
     order: models.Order
     pop: bool
+    lease_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class Receive:
-    """Pop, waiting up to timeout_ms for a message to arrive."""
+    """Pop, waiting up to timeout_ms for a message to arrive; lease_ms as for Read."""
 
     queue_id: int
     sender_id: int | None
     order: models.Order
     timeout_ms: int
+    lease_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +158,30 @@ class AwaitResponse:
 @dataclass(frozen=True, slots=True)
 class QueuesForMe:
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """Done with a leased message: delete it."""
+
+    delivery_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Nack:
+    """Give a leased message back for redelivery after delay_ms; reason becomes its failure."""
+
+    delivery_id: int
+    delay_ms: int = 0
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Extend:
+    """Keep holding a leased message: its lease now ends lease_ms from now."""
+
+    delivery_id: int
+    lease_ms: int
 
 
 # --- replies --------------------------------------------------------------------
@@ -159,6 +214,11 @@ class QueueListReply:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueSettingsReply:
+    settings: models.QueueSettings
+
+
+@dataclass(frozen=True, slots=True)
 class MessageIdsReply:
     ids: tuple[int, ...]
 
@@ -184,15 +244,20 @@ Request: TypeAlias = (
     | Register
     | Login
     | Logout
+    | Cancel
     | CreateQueue
     | DeleteQueue
     | GetQueue
     | ListQueues
+    | ConfigureQueue
     | Send
     | Read
     | Receive
     | AwaitResponse
     | QueuesForMe
+    | Ack
+    | Nack
+    | Extend
 )
 
 Reply: TypeAlias = (
@@ -201,6 +266,7 @@ Reply: TypeAlias = (
     | Done
     | QueueReply
     | QueueListReply
+    | QueueSettingsReply
     | MessageIdsReply
     | MessageReply
     | ErrorReply
@@ -211,15 +277,20 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.REGISTER: Register,
     Opcode.LOGIN: Login,
     Opcode.LOGOUT: Logout,
+    Opcode.CANCEL: Cancel,
     Opcode.CREATE_QUEUE: CreateQueue,
     Opcode.DELETE_QUEUE: DeleteQueue,
     Opcode.GET_QUEUE: GetQueue,
     Opcode.LIST_QUEUES: ListQueues,
+    Opcode.CONFIGURE_QUEUE: ConfigureQueue,
     Opcode.SEND: Send,
     Opcode.READ: Read,
     Opcode.RECEIVE: Receive,
     Opcode.AWAIT_RESPONSE: AwaitResponse,
     Opcode.QUEUES_FOR_ME: QueuesForMe,
+    Opcode.ACK: Ack,
+    Opcode.NACK: Nack,
+    Opcode.EXTEND: Extend,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -227,15 +298,20 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.REGISTER: ClientReply,
     Opcode.LOGIN: ClientReply,
     Opcode.LOGOUT: Done,
+    Opcode.CANCEL: Done,
     Opcode.CREATE_QUEUE: QueueReply,
     Opcode.DELETE_QUEUE: Done,
     Opcode.GET_QUEUE: QueueReply,
     Opcode.LIST_QUEUES: QueueListReply,
+    Opcode.CONFIGURE_QUEUE: QueueSettingsReply,
     Opcode.SEND: MessageIdsReply,
     Opcode.READ: MessageReply,
     Opcode.RECEIVE: MessageReply,
     Opcode.AWAIT_RESPONSE: MessageReply,
     Opcode.QUEUES_FOR_ME: QueueListReply,
+    Opcode.ACK: Done,
+    Opcode.NACK: Done,
+    Opcode.EXTEND: Done,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

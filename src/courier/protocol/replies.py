@@ -32,6 +32,8 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             writer.u32(len(queues), "len(queues)")
             for queue in queues:
                 write_queue(writer, queue)
+        case frames.QueueSettingsReply(settings=settings):
+            write_queue_settings(writer, settings)
         case frames.MessageIdsReply(ids=ids):
             writer.u16(len(ids), "len(ids)")
             for message_id in ids:
@@ -69,6 +71,13 @@ def write_queue(writer: wire.Writer, queue: models.Queue) -> None:
     writer.i64(queue.message_count, "queue.message_count")
 
 
+def write_queue_settings(writer: wire.Writer, settings: models.QueueSettings) -> None:
+    writer.i64(settings.queue, "settings.queue")
+    writer.optional_u32(settings.max_deliveries, "settings.max_deliveries")
+    writer.optional_id(settings.dead_letter_queue, "settings.dead_letter_queue")
+    writer.boolean(settings.dead_letter_expired, "settings.dead_letter_expired")
+
+
 def write_message(writer: wire.Writer, message: models.Message) -> None:
     writer.i64(message.id, "message.id")
     writer.i64(message.queue, "message.queue")
@@ -77,7 +86,11 @@ def write_message(writer: wire.Writer, message: models.Message) -> None:
     writer.optional_i64(message.context, "message.context")
     writer.u8(message.priority, "message.priority")
     writer.timestamp(message.created_at, "message.created_at")
-    writer.text(message.body, "message.body")
+    writer.blob(message.body, "message.body")
+    writer.optional_id(message.delivery, "message.delivery")
+    writer.u32(message.deliveries, "message.deliveries")
+    writer.optional_id(message.dead_from, "message.dead_from")
+    writer.optional_name(message.failure, "message.failure")
 
 
 def read_reply(reader: wire.Reader) -> frames.Reply:
@@ -109,6 +122,15 @@ def read_queue(reader: wire.Reader) -> models.Queue:
     )
 
 
+def read_queue_settings(reader: wire.Reader) -> models.QueueSettings:
+    return models.QueueSettings(
+        queue=reader.i64("settings.queue"),
+        max_deliveries=reader.optional_u32("settings.max_deliveries"),
+        dead_letter_queue=reader.optional_id("settings.dead_letter_queue"),
+        dead_letter_expired=reader.boolean("settings.dead_letter_expired"),
+    )
+
+
 def read_message(reader: wire.Reader) -> models.Message:
     return models.Message(
         id=reader.i64("message.id"),
@@ -118,7 +140,11 @@ def read_message(reader: wire.Reader) -> models.Message:
         context=reader.optional_i64("message.context"),
         priority=reader.u8("message.priority"),
         created_at=reader.timestamp("message.created_at"),
-        body=reader.text("message.body"),
+        body=reader.blob("message.body"),
+        delivery=reader.optional_id("message.delivery"),
+        deliveries=reader.u32("message.deliveries"),
+        dead_from=reader.optional_id("message.dead_from"),
+        failure=reader.optional_name("message.failure"),
     )
 
 
@@ -143,6 +169,10 @@ def read_queue_list(reader: wire.Reader) -> frames.QueueListReply:
     return frames.QueueListReply(queues=tuple(read_queue(reader) for _ in range(count)))
 
 
+def read_queue_settings_reply(reader: wire.Reader) -> frames.QueueSettingsReply:
+    return frames.QueueSettingsReply(settings=read_queue_settings(reader))
+
+
 def read_message_ids(reader: wire.Reader) -> frames.MessageIdsReply:
     count = reader.u16("len(ids)")
     return frames.MessageIdsReply(ids=tuple(reader.i64("ids[]") for _ in range(count)))
@@ -158,6 +188,7 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.Done: read_done,
     frames.QueueReply: read_queue_reply,
     frames.QueueListReply: read_queue_list,
+    frames.QueueSettingsReply: read_queue_settings_reply,
     frames.MessageIdsReply: read_message_ids,
     frames.MessageReply: read_message_reply,
 }

@@ -22,6 +22,8 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             wire.write_mode(writer, mode, "mode")
         case frames.Login(client_id=client_id, name=name):
             write_lookup(writer, client_id, name, "client_id")
+        case frames.Cancel(request_id=request_id):
+            writer.u32(request_id, "request_id")
         case frames.CreateQueue(name=name):
             writer.name(name, "name")
         case frames.DeleteQueue(queue_id=queue_id, if_empty=if_empty):
@@ -29,22 +31,27 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             writer.boolean(if_empty, "if_empty")
         case frames.GetQueue(queue_id=queue_id, name=name):
             write_lookup(writer, queue_id, name, "queue_id")
+        case frames.ConfigureQueue():
+            write_configure_queue(writer, request)
         case frames.Send():
             write_send(writer, request)
-        case frames.Read(queue_id=queue_id, sender_id=sender_id, order=order, pop=pop):
-            writer.optional_id(queue_id, "queue_id")
-            writer.optional_id(sender_id, "sender_id")
-            wire.write_order(writer, order, "order")
-            writer.boolean(pop, "pop")
-        case frames.Receive(queue_id=queue_id, sender_id=sender_id, order=order):
-            writer.i64(queue_id, "queue_id")
-            writer.optional_id(sender_id, "sender_id")
-            wire.write_order(writer, order, "order")
-            writer.u32(request.timeout_ms, "timeout_ms")
+        case frames.Read():
+            write_read(writer, request)
+        case frames.Receive():
+            write_receive(writer, request)
         case frames.AwaitResponse(queue_id=queue_id, context=context, timeout_ms=timeout_ms):
             writer.i64(queue_id, "queue_id")
             writer.i64(context, "context")
             writer.u32(timeout_ms, "timeout_ms")
+        case frames.Ack(delivery_id=delivery_id):
+            writer.i64(delivery_id, "delivery_id")
+        case frames.Nack(delivery_id=delivery_id, delay_ms=delay_ms, reason=reason):
+            writer.i64(delivery_id, "delivery_id")
+            writer.u32(delay_ms, "delay_ms")
+            writer.optional_name(reason, "reason")
+        case frames.Extend(delivery_id=delivery_id, lease_ms=lease_ms):
+            writer.i64(delivery_id, "delivery_id")
+            writer.u32(lease_ms, "lease_ms")
 
 
 def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: str) -> None:
@@ -58,6 +65,13 @@ def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: 
         writer.name(name, "name")
 
 
+def write_configure_queue(writer: wire.Writer, configure: frames.ConfigureQueue) -> None:
+    writer.i64(configure.queue_id, "queue_id")
+    writer.optional_u32(configure.max_deliveries, "max_deliveries")
+    writer.optional_id(configure.dead_letter_queue, "dead_letter_queue")
+    writer.boolean(configure.dead_letter_expired, "dead_letter_expired")
+
+
 def write_send(writer: wire.Writer, send: frames.Send) -> None:
     writer.u16(len(send.queue_ids), "len(queue_ids)")
     for queue_id in send.queue_ids:
@@ -65,7 +79,27 @@ def write_send(writer: wire.Writer, send: frames.Send) -> None:
     writer.optional_id(send.receiver, "receiver")
     writer.u8(send.priority, "priority")
     writer.optional_i64(send.context, "context")
-    writer.text(send.body, "body")
+    writer.blob(send.body, "body")
+    # Fields added after the body, so the layout before them is unchanged.
+    writer.u32(send.delay_ms, "delay_ms")
+    writer.optional_u32(send.ttl_ms, "ttl_ms")
+    writer.optional_name(send.dedup_id, "dedup_id")
+
+
+def write_read(writer: wire.Writer, read: frames.Read) -> None:
+    writer.optional_id(read.queue_id, "queue_id")
+    writer.optional_id(read.sender_id, "sender_id")
+    wire.write_order(writer, read.order, "order")
+    writer.boolean(read.pop, "pop")
+    writer.u32(read.lease_ms, "lease_ms")
+
+
+def write_receive(writer: wire.Writer, receive: frames.Receive) -> None:
+    writer.i64(receive.queue_id, "queue_id")
+    writer.optional_id(receive.sender_id, "sender_id")
+    wire.write_order(writer, receive.order, "order")
+    writer.u32(receive.timeout_ms, "timeout_ms")
+    writer.u32(receive.lease_ms, "lease_ms")
 
 
 def read_lookup(reader: wire.Reader, field: str) -> tuple[int | None, str | None]:
@@ -97,6 +131,19 @@ def read_delete_queue(reader: wire.Reader) -> frames.DeleteQueue:
     return frames.DeleteQueue(queue_id=reader.i64("queue_id"), if_empty=reader.boolean("if_empty"))
 
 
+def read_cancel(reader: wire.Reader) -> frames.Cancel:
+    return frames.Cancel(request_id=reader.u32("request_id"))
+
+
+def read_configure_queue(reader: wire.Reader) -> frames.ConfigureQueue:
+    return frames.ConfigureQueue(
+        queue_id=reader.i64("queue_id"),
+        max_deliveries=reader.optional_u32("max_deliveries"),
+        dead_letter_queue=reader.optional_id("dead_letter_queue"),
+        dead_letter_expired=reader.boolean("dead_letter_expired"),
+    )
+
+
 def read_send(reader: wire.Reader) -> frames.Send:
     count = reader.u16("len(queue_ids)")
     queue_ids = tuple(reader.i64("queue_ids[]") for _ in range(count))
@@ -105,7 +152,10 @@ def read_send(reader: wire.Reader) -> frames.Send:
         receiver=reader.optional_id("receiver"),
         priority=reader.u8("priority"),
         context=reader.optional_i64("context"),
-        body=reader.text("body"),
+        body=reader.blob("body"),
+        delay_ms=reader.u32("delay_ms"),
+        ttl_ms=reader.optional_u32("ttl_ms"),
+        dedup_id=reader.optional_name("dedup_id"),
     )
 
 
@@ -115,6 +165,7 @@ def read_read(reader: wire.Reader) -> frames.Read:
         sender_id=reader.optional_id("sender_id"),
         order=reader.order("order"),
         pop=reader.boolean("pop"),
+        lease_ms=reader.u32("lease_ms"),
     )
 
 
@@ -124,6 +175,7 @@ def read_receive(reader: wire.Reader) -> frames.Receive:
         sender_id=reader.optional_id("sender_id"),
         order=reader.order("order"),
         timeout_ms=reader.u32("timeout_ms"),
+        lease_ms=reader.u32("lease_ms"),
     )
 
 
@@ -133,6 +185,22 @@ def read_await_response(reader: wire.Reader) -> frames.AwaitResponse:
         context=reader.i64("context"),
         timeout_ms=reader.u32("timeout_ms"),
     )
+
+
+def read_ack(reader: wire.Reader) -> frames.Ack:
+    return frames.Ack(delivery_id=reader.i64("delivery_id"))
+
+
+def read_nack(reader: wire.Reader) -> frames.Nack:
+    return frames.Nack(
+        delivery_id=reader.i64("delivery_id"),
+        delay_ms=reader.u32("delay_ms"),
+        reason=reader.optional_name("reason"),
+    )
+
+
+def read_extend(reader: wire.Reader) -> frames.Extend:
+    return frames.Extend(delivery_id=reader.i64("delivery_id"), lease_ms=reader.u32("lease_ms"))
 
 
 def constant(request: frames.Request) -> Callable[[wire.Reader], frames.Request]:
@@ -145,14 +213,19 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.REGISTER: read_register,
     Opcode.LOGIN: read_login,
     Opcode.LOGOUT: constant(frames.Logout()),
+    Opcode.CANCEL: read_cancel,
     Opcode.CREATE_QUEUE: read_create_queue,
     Opcode.DELETE_QUEUE: read_delete_queue,
     Opcode.GET_QUEUE: read_get_queue,
     Opcode.LIST_QUEUES: constant(frames.ListQueues()),
+    Opcode.CONFIGURE_QUEUE: read_configure_queue,
     Opcode.SEND: read_send,
     Opcode.READ: read_read,
     Opcode.RECEIVE: read_receive,
     Opcode.AWAIT_RESPONSE: read_await_response,
     Opcode.QUEUES_FOR_ME: constant(frames.QueuesForMe()),
+    Opcode.ACK: read_ack,
+    Opcode.NACK: read_nack,
+    Opcode.EXTEND: read_extend,
 }
 """How to read each request body; the caller then checks for trailing bytes."""

@@ -1,4 +1,4 @@
-"""Field-level encoding shared by every body: integers, strings, enums, timestamps.
+"""Field-level encoding shared by every body: integers, names, blobs, enums, timestamps.
 
 ``Writer`` appends fields to a body; ``Reader`` takes them off one at a time and
 raises ``MalformedBody`` (never struct.error or UnicodeDecodeError) on bad bytes.
@@ -79,19 +79,33 @@ class Writer:
             self.buffer.append(1)
             self.i64(value, field)
 
-    def string(self, value: str, field: str, length: struct.Struct) -> None:
+    def optional_u32(self, value: int | None, field: str) -> None:
+        """0 stands for 'none', so a present value must be positive."""
+        if value is not None and value <= 0:
+            raise self.fail(f"{field}={value!r} must be positive (None for none)")
+        self.u32(value or 0, field)
+
+    def name(self, value: str, field: str) -> None:
+        """UTF-8 with a u16 length."""
         try:
             data = value.encode()
         except (UnicodeEncodeError, AttributeError) as exc:
             raise self.fail(f"{field} is not encodable text ({exc})") from exc
-        self.pack(length, len(data), f"len({field})")
+        self.pack(U16, len(data), f"len({field})")
         self.buffer += data
 
-    def name(self, value: str, field: str) -> None:
-        self.string(value, field, U16)
+    def optional_name(self, value: str | None, field: str) -> None:
+        """An empty name stands for 'none', so a present value must not be empty."""
+        if value == "":
+            raise self.fail(f"{field} is empty (None for none)")
+        self.name(value or "", field)
 
-    def text(self, value: str, field: str) -> None:
-        self.string(value, field, U32)
+    def blob(self, value: bytes, field: str) -> None:
+        """Raw bytes with a u32 length: message bodies are opaque, any content goes."""
+        if not isinstance(value, bytes | bytearray):
+            raise self.fail(f"{field} must be bytes, not {type(value).__name__}")
+        self.pack(U32, len(value), f"len({field})")
+        self.buffer += value
 
     def timestamp(self, value: datetime, field: str) -> None:
         try:
@@ -148,8 +162,11 @@ class Reader:
     def optional_i64(self, field: str) -> int | None:
         return self.i64(field) if self.boolean(f"{field} presence") else None
 
-    def string(self, field: str, length: struct.Struct) -> str:
-        data = self.take(self.unpack(length, f"len({field})"), field)
+    def optional_u32(self, field: str) -> int | None:
+        return self.u32(field) or None
+
+    def name(self, field: str) -> str:
+        data = self.take(self.u16(f"len({field})"), field)
         try:
             return data.decode()
         except UnicodeDecodeError as exc:
@@ -157,11 +174,11 @@ class Reader:
                 f"{field} is not valid UTF-8 ({exc.reason} at byte {exc.start})"
             ) from exc
 
-    def name(self, field: str) -> str:
-        return self.string(field, U16)
+    def optional_name(self, field: str) -> str | None:
+        return self.name(field) or None
 
-    def text(self, field: str) -> str:
-        return self.string(field, U32)
+    def blob(self, field: str) -> bytes:
+        return self.take(self.u32(f"len({field})"), field)
 
     def timestamp(self, field: str) -> datetime:
         micros = self.i64(field)

@@ -23,6 +23,7 @@ from courier.server import (
     listener,
     recording,
     registry,
+    sweeper,
     waiters,
 )
 
@@ -51,6 +52,7 @@ class Server:
         self._notifier: listen.NotificationListener | None = None
         self._registry: registry.InstanceRegistry | None = None
         self._services: handlers.Services | None = None
+        self._sweeper: sweeper.Sweeper | None = None
         self.address = ""
 
     async def start(self) -> str:
@@ -63,7 +65,11 @@ class Server:
         else:
             repo = await self._open_database()
             store, instance_id = repo, await self._register(repo)
-        self._services = handlers.Services(store, self._waiters, instance_id, self.settings.limits)
+            self._sweeper = sweeper.Sweeper(repo)
+            self._sweeper.start()
+        self._services = handlers.Services(
+            store, self._waiters, instance_id, self.settings.limits, self._sweeper
+        )
         await self._listener.start(self._services)
         return self.address
 
@@ -100,6 +106,8 @@ class Server:
                 await self._registry.unregister()
             except Exception as exc:
                 log.warning("could not unregister the instance: %s", exc)
+        if self._sweeper is not None:
+            await self._sweeper.stop()
         if self._notifier is not None:
             await self._notifier.close()
         if self._repo is not None:

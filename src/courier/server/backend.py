@@ -18,6 +18,9 @@ from courier import errors, models
 from courier.db import repository
 
 Timing = repository.Timing
+SendOptions = repository.SendOptions
+Lease = repository.Lease
+Sweep = repository.Sweep
 
 
 class Backend(Protocol):
@@ -51,11 +54,12 @@ class Backend(Protocol):
         self,
         sender_id: int,
         queue_ids: Sequence[int],
-        body: str,
+        body: bytes,
         *,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
+        options: SendOptions = ...,
         timing: Timing | None = None,
     ) -> list[int]: ...
 
@@ -67,6 +71,7 @@ class Backend(Protocol):
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         pop: bool = False,
+        lease: Lease | None = None,
         timing: Timing | None = None,
     ) -> models.Message: ...
 
@@ -77,6 +82,38 @@ class Backend(Protocol):
     async def queues_for_me(
         self, reader_id: int, *, timing: Timing | None = None
     ) -> list[models.Queue]: ...
+
+    async def ack(
+        self, holder_id: int, delivery_id: int, *, timing: Timing | None = None
+    ) -> None: ...
+
+    async def nack(
+        self,
+        holder_id: int,
+        delivery_id: int,
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: Timing | None = None,
+    ) -> str: ...
+
+    async def extend(
+        self, holder_id: int, delivery_id: int, lease_ms: int, *, timing: Timing | None = None
+    ) -> None: ...
+
+    async def give_back(
+        self, reader_id: int, message: models.Message, *, timing: Timing | None = None
+    ) -> None: ...
+
+    async def release_leases(
+        self, holder_id: int, instance_id: int, *, timing: Timing | None = None
+    ) -> int: ...
+
+    async def configure_queue(
+        self, settings: models.QueueSettings, *, timing: Timing | None = None
+    ) -> models.QueueSettings: ...
+
+    async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep: ...
 
 
 class InstanceStore(Protocol):

@@ -56,6 +56,8 @@ class Connection:
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
         self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
+        self._waiting: dict[int, asyncio.Task[None]] = {}  # RECEIVE/AWAIT_RESPONSE by request id
+        self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._reading: asyncio.Task[None] | None = None
         self._stopping = False
@@ -111,13 +113,30 @@ class Connection:
         task = asyncio.get_running_loop().create_task(self._answer(request))
         self._tasks[task] = raw.opcode
         task.add_done_callback(self._forget)
+        if raw.opcode in WAITING_OPCODES:
+            self._waiting[raw.request_id] = task
         if raw.opcode in SESSION_OPCODES:
             # Later requests must see the session this one leaves behind.
             await asyncio.shield(task)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
-        del self._tasks[task]
+        opcode = self._tasks.pop(task)
         self._slots.release()
+        self._cancelled.discard(task)
+        if opcode in WAITING_OPCODES:
+            for request_id, waiting in list(self._waiting.items()):
+                if waiting is task:
+                    del self._waiting[request_id]
+
+    def _cancel_waiting(self, request_id: int) -> bool:
+        """CANCEL: end this connection's waiting request ``request_id``, which is then
+        answered as if its wait had timed out. False when there is none (answered)."""
+        task = self._waiting.pop(request_id, None)
+        if task is None or task.done():
+            return False
+        self._cancelled.add(task)
+        task.cancel()
+        return True
 
     # -- answering ---------------------------------------------------------------
     async def _answer(self, request: Incoming) -> None:
@@ -131,6 +150,13 @@ class Connection:
             reply = await self._handle(raw.opcode, parsed, request.session, timing)
         except errors.CourierError as exc:
             reply = frames.ErrorReply(exc.status, exc.message)
+        except asyncio.CancelledError:
+            if not self._uncancel_if_cancelled_by_client():
+                raise
+            status = errors.Status.QUEUE_EMPTY
+            if raw.opcode == Opcode.AWAIT_RESPONSE:
+                status = errors.Status.NO_MESSAGE
+            reply = frames.ErrorReply(status, "the wait was cancelled")
         except Exception as exc:
             reply = self._unexpected(raw, exc)
         encode_ns = time.perf_counter_ns()
@@ -139,6 +165,14 @@ class Connection:
         if self._recorder is not None:
             self._record(request, sent, timing, started_ns, parsed_ns, encode_ns, written_ns)
         await self._drain()
+
+    def _uncancel_if_cancelled_by_client(self) -> bool:
+        task = asyncio.current_task()
+        if task not in self._cancelled:
+            return False
+        assert task is not None
+        task.uncancel()
+        return True
 
     async def _handle(
         self,
@@ -150,7 +184,8 @@ class Connection:
         if current.client is None and opcode not in constants.PRE_LOGIN_OPCODES:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[Opcode(opcode)]
-        reply = await handler(handlers.Context(self._services, current, timing), request)
+        context = handlers.Context(self._services, current, timing, self._cancel_waiting)
+        reply = await handler(context, request)
         if opcode == Opcode.LOGIN and isinstance(reply, frames.ClientReply):
             self.session = session.Session(reply.client)
         elif opcode == Opcode.LOGOUT:
@@ -249,14 +284,19 @@ class Connection:
         self._writer.transport.abort()
 
     async def _log_out(self) -> None:
+        """The connection ended without LOGOUT: the leases taken through it go back
+        (a client that logs out keeps them until they run out or it settles them),
+        and the session ends."""
         client = self.session.client
         if client is None:
             return
         self.session = session.Session()
+        services = self._services
         try:
-            await self._services.backend.logout(client.id, self._services.instance_id)
+            await services.backend.release_leases(client.id, services.instance_id)
+            await services.backend.logout(client.id, services.instance_id)
         except Exception as exc:
-            # The instance registry releases the session later (unregister or expiry).
+            # The instance registry releases both later (unregister or expiry).
             log.warning("could not log client %d out: %s", client.id, exc)
 
 

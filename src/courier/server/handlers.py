@@ -8,6 +8,8 @@ session, never from the request body.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -16,7 +18,9 @@ from typing import Any
 from courier import config, errors, models
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import backend, session, waiters
+from courier.server import backend, session, sweeper, waiters
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -30,6 +34,12 @@ class Services:
     waiters: waiters.Waiters
     instance_id: int
     limits: config.Limits
+    sweeper: sweeper.Sweeper | None = None
+
+    def due_in(self, milliseconds: int | None) -> None:
+        """Something held falls due then: let the sweeper know."""
+        if milliseconds and self.sweeper is not None:
+            self.sweeper.due_in(milliseconds / 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,8 @@ class Context:
     services: Services
     session: session.Session
     timing: backend.Timing | None
+    cancel_waiting: Callable[[int], bool] = lambda request_id: False
+    """Ends a waiting request of this connection by its request id (CANCEL)."""
 
 
 async def ping(ctx: Context, request: frames.Ping) -> frames.Pong:
@@ -103,18 +115,27 @@ async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
         receiver=request.receiver,
         priority=request.priority,
         context=request.context,
+        options=backend.SendOptions(request.delay_ms, request.ttl_ms, request.dedup_id),
         timing=ctx.timing,
     )
+    ctx.services.due_in(request.delay_ms)
+    ctx.services.due_in(request.ttl_ms)
     return frames.MessageIdsReply(tuple(ids))
 
 
-def check_body_size(body: str, limits: config.Limits) -> None:
-    # A character is at most four UTF-8 bytes: only long bodies need encoding to measure.
-    if len(body) * 4 <= limits.max_body_bytes:
-        return
-    size = len(body.encode())
-    if size > limits.max_body_bytes:
-        raise errors.PayloadTooLarge(size=size, limit=limits.max_body_bytes)
+def check_body_size(body: bytes, limits: config.Limits) -> None:
+    if len(body) > limits.max_body_bytes:
+        raise errors.PayloadTooLarge(size=len(body), limit=limits.max_body_bytes)
+
+
+def lease_for(ctx: Context, lease_ms: int, *, pop: bool) -> backend.Lease | None:
+    """The lease a pop asks for (None: a plain pop, deleted on read)."""
+    if not lease_ms:
+        return None
+    if not pop:
+        raise errors.BadRequest("only a pop takes a lease; a peek leaves the message in place")
+    ctx.services.due_in(lease_ms)
+    return backend.Lease(lease_ms, ctx.services.instance_id)
 
 
 async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
@@ -124,6 +145,7 @@ async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
         sender_id=request.sender_id,
         order=request.order,
         pop=request.pop,
+        lease=lease_for(ctx, request.lease_ms, pop=request.pop),
         timing=ctx.timing,
     )
     return frames.MessageReply(message)
@@ -131,6 +153,7 @@ async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
 
 async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
     reader_id = ctx.session.require_client().id
+    lease = lease_for(ctx, request.lease_ms, pop=True)
 
     async def pop() -> models.Message:
         return await ctx.services.backend.read(
@@ -139,12 +162,14 @@ async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
             sender_id=request.sender_id,
             order=request.order,
             pop=True,
+            lease=lease,
             timing=ctx.timing,
         )
 
     message = await ctx.services.waiters.wait_for(
-        request.queue_id, reader_id, pop, request.timeout_ms / 1000
-    )
+        request.queue_id, reader_id, given_back_if_cancelled(ctx, reader_id, pop),
+        request.timeout_ms / 1000,
+    )  # fmt: skip
     return frames.MessageReply(message)
 
 
@@ -157,9 +182,82 @@ async def await_response(ctx: Context, request: frames.AwaitResponse) -> frames.
         )
 
     message = await ctx.services.waiters.wait_for(
-        request.queue_id, reader_id, pop, request.timeout_ms / 1000
-    )
+        request.queue_id, reader_id, given_back_if_cancelled(ctx, reader_id, pop),
+        request.timeout_ms / 1000,
+    )  # fmt: skip
     return frames.MessageReply(message)
+
+
+def given_back_if_cancelled(
+    ctx: Context, reader_id: int, pop: Callable[[], Awaitable[models.Message]]
+) -> Callable[[], Awaitable[models.Message]]:
+    """``pop``, except that a waiting request cancelled (CANCEL, or its connection
+    closed) while the pop is in flight does not lose what the pop takes: the pop
+    finishes, and its message goes back as it was."""
+
+    async def guarded() -> models.Message:
+        attempt = asyncio.ensure_future(pop())
+        try:
+            return await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            await give_back_when_done(ctx, reader_id, attempt)
+            raise
+
+    return guarded
+
+
+async def give_back_when_done(
+    ctx: Context, reader_id: int, attempt: asyncio.Future[models.Message]
+) -> None:
+    try:
+        message = await attempt
+    except Exception:
+        return  # the pop took nothing
+    try:
+        await ctx.services.backend.give_back(reader_id, message)
+    except Exception as exc:
+        # At-most-once for a plain pop: the message is lost; a lease runs out instead.
+        log.warning("could not give back message %d after its receive ended: %s", message.id, exc)
+
+
+async def ack(ctx: Context, request: frames.Ack) -> frames.Done:
+    holder = ctx.session.require_client().id
+    await ctx.services.backend.ack(holder, request.delivery_id, timing=ctx.timing)
+    return frames.Done()
+
+
+async def nack(ctx: Context, request: frames.Nack) -> frames.Done:
+    holder = ctx.session.require_client().id
+    await ctx.services.backend.nack(
+        holder, request.delivery_id, delay_ms=request.delay_ms, reason=request.reason,
+        timing=ctx.timing,
+    )  # fmt: skip
+    ctx.services.due_in(request.delay_ms)
+    return frames.Done()
+
+
+async def extend(ctx: Context, request: frames.Extend) -> frames.Done:
+    holder = ctx.session.require_client().id
+    await ctx.services.backend.extend(
+        holder, request.delivery_id, request.lease_ms, timing=ctx.timing
+    )
+    return frames.Done()
+
+
+async def cancel(ctx: Context, request: frames.Cancel) -> frames.Done:
+    ctx.cancel_waiting(request.request_id)  # already answered: nothing to end
+    return frames.Done()
+
+
+async def configure_queue(
+    ctx: Context, request: frames.ConfigureQueue
+) -> frames.QueueSettingsReply:
+    settings = models.QueueSettings(
+        request.queue_id, request.max_deliveries, request.dead_letter_queue,
+        request.dead_letter_expired,
+    )  # fmt: skip
+    configured = await ctx.services.backend.configure_queue(settings, timing=ctx.timing)
+    return frames.QueueSettingsReply(configured)
 
 
 async def queues_for_me(ctx: Context, request: frames.QueuesForMe) -> frames.QueueListReply:
@@ -185,5 +283,10 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.RECEIVE: receive,
     Opcode.AWAIT_RESPONSE: await_response,
     Opcode.QUEUES_FOR_ME: queues_for_me,
+    Opcode.CANCEL: cancel,
+    Opcode.CONFIGURE_QUEUE: configure_queue,
+    Opcode.ACK: ack,
+    Opcode.NACK: nack,
+    Opcode.EXTEND: extend,
 }
 """Opcode -> handler; every request opcode has exactly one."""

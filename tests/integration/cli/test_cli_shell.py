@@ -43,7 +43,7 @@ def test_the_shell_runs_commands_and_survives_errors(courier: Courier, unique: U
     assert "hello there" in out.split("messages for me", 1)[1]  # then the pop
     assert "error: no message" in err  # the second pop
     assert f"{me} (client " in out  # whoami
-    assert "receive" in out and "Usage: send [OPTIONS] QUEUE... BODY" in out  # help
+    assert "receive" in out and "Usage: send [OPTIONS] QUEUE... [BODY]" in out  # help
     assert "pong" not in out  # nothing runs after quit
 
 

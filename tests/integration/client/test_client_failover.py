@@ -57,7 +57,7 @@ async def test_the_sync_client_fails_over_too(start_server: StartServer, unique:
         await wait_until(lambda: client.server is None)  # the client saw the connection drop
         await client.send(queue, "still here")
         assert client.server == address(survivor)
-        assert (await client.pop(queue)).body == "still here"
+        assert (await client.pop(queue)).text == "still here"
     finally:
         await client.close()
 

@@ -62,7 +62,7 @@ async def test_send_to_several_queues_named_every_way(
     assert len(set(ids)) == 3
     for queue, message_id in zip((by_name, by_id, by_value), ids, strict=True):
         message = await client.pop(queue.id)
-        assert (message.id, message.queue, message.body) == (message_id, queue.id, "copy")
+        assert (message.id, message.queue, message.text) == (message_id, queue.id, "copy")
         assert message.sender == client.client_id
 
 
@@ -74,7 +74,7 @@ async def test_peek_leaves_the_message_pop_takes_it(
     (sent,) = await client.send(queue.name, "hello", priority=7, context=42)
     first, again = await client.peek(queue.name), await client.peek(queue.name)
     assert first == again
-    assert (first.id, first.body, first.priority, first.context) == (sent, "hello", 7, 42)
+    assert (first.id, first.text, first.priority, first.context) == (sent, "hello", 7, 42)
     assert (first.receiver, first.sender) == (None, client.client_id)
     assert await client.pop(queue.name) == first
     assert await client.pop(queue.name) is None
@@ -88,7 +88,7 @@ async def test_time_and_priority_order(
     queue = await client.create_queue(unique("q"))
     for priority in (3, 9, 5, 9):
         await client.send(queue.id, f"p{priority}", priority=priority)
-    assert (await client.peek(queue.id)).body == "p3"  # oldest first
+    assert (await client.peek(queue.id)).text == "p3"  # oldest first
     popped = [(await client.pop(queue.id, order="priority")).priority for _ in range(4)]
     assert popped == [9, 9, 5, 3]
 
@@ -104,9 +104,9 @@ async def test_receiver_and_sender_decide_who_reads(
     await carol.send(queue.id, "from carol")
 
     assert (await carol.peek(queue.id, sender=alice.client_id)) is None  # not for carol
-    assert (await bob.peek(sender=alice.client_id)).body == "for bob"  # any queue
-    assert (await bob.pop(queue.id, sender=carol.client_id)).body == "from carol"
-    assert (await bob.pop(queue.id)).body == "for bob"
+    assert (await bob.peek(sender=alice.client_id)).text == "for bob"  # any queue
+    assert (await bob.pop(queue.id, sender=carol.client_id)).text == "from carol"
+    assert (await bob.pop(queue.id)).text == "for bob"
     assert await bob.pop(queue.id) is None
 
 
@@ -140,7 +140,7 @@ async def test_receive_waits_for_a_message_or_times_out(
         await sender.send(queue.id, "late")
 
     received, _ = await asyncio.gather(waiter.receive(queue.name, timeout=10), send_later())
-    assert received.body == "late" and received.sender == sender.client_id
+    assert received.text == "late" and received.sender == sender.client_id
 
 
 async def test_ping_and_clock_offset(connect: Connect, servers: list[ServerProcess]) -> None:
@@ -165,7 +165,7 @@ async def test_a_stale_cached_name_is_looked_up_again(
     new = await bob.create_queue(name)
     assert new.id != old.id
     await alice.send(name, "second")
-    assert (await bob.pop(new.id)).body == "second"
+    assert (await bob.pop(new.id)).text == "second"
 
 
 async def test_close_logs_out_so_the_name_is_free_at_once(

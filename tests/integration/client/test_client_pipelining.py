@@ -29,7 +29,7 @@ async def test_a_thousand_concurrent_calls_on_one_client(
         assert len(body_of) == CALLS
 
         popped = await asyncio.gather(*(client.pop(queue.id) for _ in range(CALLS)))
-        assert {message.id: message.body for message in popped if message} == body_of
+        assert {message.id: message.text for message in popped if message} == body_of
         assert await client.pop(queue.id) is None
 
     request_ids = [call.request_id for call in calls]

@@ -29,7 +29,7 @@ async def test_request_and_reply_across_two_servers(
         asker.request(queue.name, "resize photo 17", timeout=10), serve_one()
     )
     assert request.sender == asker.client_id and request.context is not None
-    assert answer.body == "RESIZE PHOTO 17"
+    assert answer.text == "RESIZE PHOTO 17"
     assert (answer.queue, answer.context) == (queue.id, request.context)
     assert (answer.sender, answer.receiver) == (worker.client_id, asker.client_id)
     assert await worker.pop(queue.id) is None and await asker.pop(queue.id) is None
@@ -50,7 +50,7 @@ async def test_each_requester_gets_its_own_reply(
 
     asked = [first.request(queue.id, "a", timeout=10), second.request(queue.id, "b", timeout=10)]
     *answers, _ = await asyncio.gather(*asked, serve_two_in_reverse())
-    assert [answer.body for answer in answers] == [
+    assert [answer.text for answer in answers] == [
         f"for {first.client_id}",
         f"for {second.client_id}",
     ]
@@ -64,7 +64,7 @@ async def test_a_request_nobody_answers_times_out(
     with pytest.raises(errors.RequestTimeout, match=r"within 0\.2s"):
         await asker.request(queue, "hello?", timeout=0.2)
     unanswered = await asker.pop(queue)
-    assert unanswered.body == "hello?" and unanswered.context is not None
+    assert unanswered.text == "hello?" and unanswered.context is not None
 
 
 async def test_only_a_request_can_be_replied_to(

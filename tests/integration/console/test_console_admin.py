@@ -17,7 +17,7 @@ async def seeded(repo: repository.Repository) -> tuple[int, int, list[int]]:
     client = await repo.register_client("alice")
     queue = await repo.create_queue("jobs")
     message_ids = []
-    for body in ["one", "two", "three"]:
+    for body in [b"one", b"two", b"three"]:
         message_ids += await repo.send(client.id, [queue.id], body)
     return client.id, queue.id, message_ids
 

@@ -40,25 +40,35 @@ BOUNDED_QUERIES: dict[str, list[tuple[tuple[Any, ...], int]]] = {
         ((5, 0, PAGE, 120, 1, None, None, SCAN), SCAN + PAGE),
     ],
     "queue_scan_window": [((1, 0, SCAN), SCAN)],
-    "message": [((5,), 1)],
+    "message": [((5,), 1), ((30_002,), 0)],  # visible, held
+    "dead_letter_sources": [((2,), 0)],
     "live_instances": [((), 0)],
     "message_counters": [((), 0)],
 }
 
 # 30,000 messages, skewed like a busy system: queue 1 holds two thirds of them,
 # client 1 sent half, client 2 is the receiver of a quarter; the rest is spread thin.
+# Every tenth body is binary, queue 2 is queue 1's dead-letter queue, and 1,000 more
+# messages are held (leased or delayed).
 BULK_MESSAGES = 30_000
 BULK_LOAD = f"""
 INSERT INTO courier_clients (name, mode)
     SELECT 'client-' || n, 'read_write' FROM generate_series(1, 200) AS n;
 INSERT INTO courier_queues (name) SELECT 'queue-' || n FROM generate_series(1, 50) AS n;
+UPDATE courier_queues SET max_deliveries = 3, dead_letter_queue_id = 2 WHERE id = 1;
 INSERT INTO courier_messages (queue_id, sender_id, receiver_id, priority, body)
     SELECT CASE WHEN n % 3 <> 0 THEN 1 ELSE 2 + n % 49 END,
            CASE WHEN n % 2 = 0 THEN 1 ELSE 2 + n % 199 END,
            CASE n % 4 WHEN 0 THEN 2 WHEN 1 THEN 3 + n % 197 END,
            1 + n % 10,
-           'body ' || n
+           CASE WHEN n % 10 = 0 THEN '\\x00ff'::bytea ELSE convert_to('body ' || n, 'UTF8') END
     FROM generate_series(1, {BULK_MESSAGES}) AS n;
+INSERT INTO courier_held_messages (id, queue_id, sender_id, priority, created_at, body,
+                                   deliveries, visible_at, delivery_id, holder_id)
+    SELECT {BULK_MESSAGES} + n, 1 + n % 5, 1, 5, now(), convert_to('held ' || n, 'UTF8'),
+           n % 2, now() + interval '1 hour', CASE WHEN n % 2 = 1 THEN n END,
+           CASE WHEN n % 2 = 1 THEN 1 END
+    FROM generate_series(1, 1000) AS n;
 ANALYZE;
 """
 
@@ -125,7 +135,7 @@ async def test_per_row_counts_stop_at_the_cap(
     client = await repo.register_client("alice")
     queue = await repo.create_queue("jobs")
     for n in range(8):
-        await repo.send(client.id, [queue.id], f"m{n}", receiver=client.id)
+        await repo.send(client.id, [queue.id], b"m%d" % n, receiver=client.id)
     row = (await console.get_json("/api/queues"))["queues"]["items"][0]
     assert (row["messages"], row["name"]) == (6, "jobs")  # cap + 1 means "more than 5"
     me = (await console.get_json("/api/clients"))["clients"]["items"][0]
@@ -146,7 +156,7 @@ async def test_filtered_pages_stop_at_the_scan_budget(
     ids = []
     for position in range(1, 13):
         sender = bob if position in (3, 8, 12) else alice
-        ids += await repo.send(sender.id, [queue.id], f"message {position}")
+        ids += await repo.send(sender.id, [queue.id], b"message %d" % position)
     pages = []
     cursor = 0
     while cursor is not None:
@@ -174,9 +184,9 @@ async def test_rates_count_every_message_stored_and_removed(
         jobs = await repo.create_queue("jobs")
         more = await repo.create_queue("more")
         for n in range(25):
-            await repo.send(client.id, [jobs.id], f"job {n}")
+            await repo.send(client.id, [jobs.id], b"job %d" % n)
         for n in range(5):
-            await repo.send(client.id, [jobs.id, more.id], f"both {n}")
+            await repo.send(client.id, [jobs.id, more.id], b"both %d" % n)
         for _ in range(12):
             await repo.read(client.id, queue_id=jobs.id, pop=True)
     finally:

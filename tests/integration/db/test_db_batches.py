@@ -41,7 +41,8 @@ def batched(pool: asyncpg.Pool) -> CountingRepository:
 
 async def stored_bodies(pool: asyncpg.Pool) -> list[str]:
     return [
-        row["body"] for row in await pool.fetch("SELECT body FROM courier_messages ORDER BY id")
+        bytes(row["body"]).decode()
+        for row in await pool.fetch("SELECT body FROM courier_messages ORDER BY id")
     ]
 
 
@@ -52,14 +53,14 @@ async def test_one_bad_request_in_a_batch_fails_alone(
     viewer = await repo.register_client("viewer", models.ClientMode.READ_ONLY)
     queue, other = [(await repo.create_queue(name)).id for name in ("jobs", "other")]
     outcome = await repo.send_many([
-        Send(writer.id, [queue], "good 1"),
-        Send(writer.id, [queue, 999_999], "to a missing queue"),
-        Send(writer.id, [queue], "bad priority", priority=11),
-        Send(viewer.id, [queue], "from a read-only client"),
-        Send(writer.id, [queue, queue], "a queue twice"),
-        Send(424_242, [queue], "from nobody"),
-        Send(writer.id, [], "to no queue"),
-        Send(writer.id, [queue, other], "good 2", receiver=reader.id),
+        Send(writer.id, [queue], b"good 1"),
+        Send(writer.id, [queue, 999_999], b"to a missing queue"),
+        Send(writer.id, [queue], b"bad priority", priority=11),
+        Send(viewer.id, [queue], b"from a read-only client"),
+        Send(writer.id, [queue, queue], b"a queue twice"),
+        Send(424_242, [queue], b"from nobody"),
+        Send(writer.id, [], b"to no queue"),
+        Send(writer.id, [queue, other], b"good 2", receiver=reader.id),
     ])  # fmt: skip
 
     answers = outcome.answers
@@ -80,7 +81,7 @@ async def test_one_bad_request_in_a_batch_fails_alone(
 async def test_a_batch_keeps_its_order_in_ids_and_time(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
-    bodies = [f"m{n}" for n in range(20)]
+    bodies = [f"m{n}".encode() for n in range(20)]
     outcome = await repo.send_many([Send(writer.id, [queue.id], body) for body in bodies])
     ids = [answer[0] for answer in outcome.answers]  # type: ignore[index]
     assert ids == sorted(ids)
@@ -95,13 +96,13 @@ async def test_a_pop_batch_serves_each_reader_only_what_it_may_see(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
     a, b = [(await repo.register_client(name)).id for name in ("a", "b")]
-    for body, receiver in [("for a", a), ("for all", None), ("for b", b), ("for a 2", a)]:
+    for body, receiver in [(b"for a", a), (b"for all", None), (b"for b", b), (b"for a 2", a)]:
         await repo.send(writer.id, [queue.id], body, receiver=receiver)
 
     popped = await repo.pop_many(queue.id, models.Order.TIME, [b, a, b, a, a])
     # In request order, each takes the oldest message it may see that is still there.
     bodies = [getattr(answer, "body", None) for answer in popped.answers]
-    assert bodies == ["for all", "for a", "for b", "for a 2", None]
+    assert bodies == [b"for all", b"for a", b"for b", b"for a 2", None]
     assert isinstance(popped.answers[4], errors.QueueEmpty)
 
 
@@ -117,7 +118,7 @@ async def test_concurrent_sends_share_a_call_and_keep_their_answers(
     queue: models.Queue,
 ) -> None:  # fmt: skip
     sends = [
-        batched.send(writer.id, [queue.id] if n != 7 else [queue.id, 777_777], f"m{n}")
+        batched.send(writer.id, [queue.id] if n != 7 else [queue.id, 777_777], b"m%d" % n)
         for n in range(40)
     ]
     outcomes = await asyncio.gather(*sends, return_exceptions=True)
@@ -132,11 +133,16 @@ async def test_a_batch_the_database_refuses_whole_stores_nothing_half(
     batched: CountingRepository, pool: asyncpg.Pool, writer: models.ClientInfo,
     queue: models.Queue,
 ) -> None:  # fmt: skip
-    # A NUL byte fails the whole statement inside PostgreSQL: nothing of that batch is
-    # stored, then each request runs alone and only the bad one fails.
-    bodies = ["a", "b", "nul\x00byte", "c"]
+    # A context past 64 bits fails the whole call (its arguments cannot be encoded):
+    # nothing of that batch is stored, then each request runs alone and only the bad
+    # one fails.
+    contexts = [None, None, 2**63, None]
     outcomes = await asyncio.gather(
-        *(batched.send(writer.id, [queue.id], body) for body in bodies), return_exceptions=True
+        *(
+            batched.send(writer.id, [queue.id], body, context=context)
+            for body, context in zip([b"a", b"b", b"too big", b"c"], contexts, strict=True)
+        ),
+        return_exceptions=True,
     )
     assert isinstance(outcomes[2], errors.BadRequest)
     assert [len(ids) for ids in outcomes if isinstance(ids, list)] == [1, 1, 1]
@@ -149,7 +155,7 @@ async def test_batched_pops_go_through_one_call_per_queue_and_order(
     queue: models.Queue,
 ) -> None:  # fmt: skip
     for n in range(10):
-        await batched.send(writer.id, [queue.id], f"m{n}", priority=1 + n)
+        await batched.send(writer.id, [queue.id], f"m{n}".encode(), priority=1 + n)
     by_priority = [
         batched.read(writer.id, queue_id=queue.id, order=models.Order.PRIORITY, pop=True)
         for _ in range(5)
@@ -160,7 +166,7 @@ async def test_batched_pops_go_through_one_call_per_queue_and_order(
         *(batched.read(writer.id, queue_id=queue.id, pop=True) for _ in range(6)),
         return_exceptions=True,
     )
-    assert [getattr(m, "body", None) for m in rest[:5]] == [f"m{n}" for n in range(5)]
+    assert [getattr(m, "body", None) for m in rest[:5]] == [f"m{n}".encode() for n in range(5)]
     assert isinstance(rest[5], errors.QueueEmpty)
     assert await message_count(pool) == 0
 
@@ -184,7 +190,7 @@ async def pop_batches(
             async with connection.transaction():
                 for readers in held:
                     rows = await connection.fetch(
-                        "SELECT * FROM courier_pop_batch_v1($1, $2, $3)", queue, str(order), readers
+                        "SELECT * FROM courier_pop_batch_v2($1, $2, $3)", queue, str(order), readers
                     )
                     for row in rows:
                         reader = readers[row["request"] - 1]
@@ -239,8 +245,8 @@ async def test_an_exchange_stores_its_sends_before_it_takes_its_pops(
 ) -> None:  # fmt: skip
     outcome = await repo.exchange([
         repository.PopRequest(writer.id, queue.id),
-        Send(writer.id, [queue.id], "sent in the same call"),
-        Send(writer.id, [404_404], "to a missing queue"),
+        Send(writer.id, [queue.id], b"sent in the same call"),
+        Send(writer.id, [404_404], b"to a missing queue"),
         repository.PopRequest(writer.id, queue.id),
     ])  # fmt: skip
     first, sent, lost_send, second = outcome.answers
@@ -256,18 +262,18 @@ async def test_one_exchange_serves_the_pops_of_several_queues_and_orders(
 ) -> None:
     other = await batched.create_queue("other")
     for target in (queue, other):
-        await batched.send(writer.id, [target.id], f"for {target.name}")
+        await batched.send(writer.id, [target.id], f"for {target.name}".encode())
     popped = await asyncio.gather(
         batched.read(writer.id, queue_id=queue.id, pop=True),
         batched.read(writer.id, queue_id=other.id, pop=True),
-        batched.send(writer.id, [queue.id], "third"),
+        batched.send(writer.id, [queue.id], b"third"),
         batched.read(writer.id, queue_id=other.id, pop=True),
         batched.read(writer.id, queue_id=queue.id, order=models.Order.PRIORITY, pop=True),
         return_exceptions=True,
     )
     # The send is stored first; then each queue's pops, in the order of their first pop.
     assert [getattr(answer, "body", None) for answer in popped] == [
-        "for jobs", "for other", None, None, "third"
+        b"for jobs", b"for other", None, None, b"third"
     ]  # fmt: skip
     assert isinstance(popped[2], list) and isinstance(popped[3], errors.QueueEmpty)
     assert batched.batches == [5]  # submitted together: one call
@@ -277,9 +283,9 @@ async def test_peeks_and_pops_by_sender_ride_the_batch_too(
     batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
     reader = await batched.register_client("reader")
-    await batched.send(writer.id, [queue.id], "for anyone")
-    await batched.send(writer.id, [queue.id], "for the reader", receiver=reader.id)
-    await batched.send(reader.id, [queue.id], "from the reader")
+    await batched.send(writer.id, [queue.id], b"for anyone")
+    await batched.send(writer.id, [queue.id], b"for the reader", receiver=reader.id)
+    await batched.send(reader.id, [queue.id], b"from the reader")
     answers = await asyncio.gather(
         batched.read(reader.id, queue_id=queue.id),  # a peek
         batched.read(reader.id, sender_id=writer.id, order=models.Order.PRIORITY),
@@ -289,7 +295,7 @@ async def test_peeks_and_pops_by_sender_ride_the_batch_too(
         return_exceptions=True,
     )
     assert [getattr(answer, "body", None) for answer in answers[:3]] == [
-        "for anyone", "for anyone", "from the reader"
+        b"for anyone", b"for anyone", b"from the reader"
     ]  # fmt: skip
     assert isinstance(answers[3], errors.QueueNotFound)
     assert isinstance(answers[4], errors.NoMessage)

@@ -32,7 +32,9 @@ async def test_concurrent_pops_deliver_every_message_exactly_once(
         queue = await repo.create_queue("work")
         sent = []
         for index in range(MESSAGES):
-            sent += await repo.send(writer.id, [queue.id], f"m{index}", priority=1 + index % 10)
+            sent += await repo.send(
+                writer.id, [queue.id], f"m{index}".encode(), priority=1 + index % 10
+            )
 
         async def popper(reader_id: int) -> list[int]:
             popped = []
@@ -57,11 +59,13 @@ async def test_a_popper_skips_a_message_locked_by_another(
 ) -> None:
     writer = await repo.register_client("writer")
     queue = await repo.create_queue("work")
-    first, second = [(await repo.send(writer.id, [queue.id], body))[0] for body in "ab"]
+    first, second = [(await repo.send(writer.id, [queue.id], body))[0] for body in (b"a", b"b")]
 
     async with pool.acquire() as holder, holder.transaction():
         held = await holder.fetchrow(
-            "SELECT * FROM courier_read_v1($1, $2, NULL, 'time', true)", writer.id, queue.id
+            "SELECT * FROM courier_read_v2($1, $2, NULL, 'time', true, 0, NULL)",
+            writer.id,
+            queue.id,
         )
         # The first message is popped but not committed: others skip it without waiting.
         other = await asyncio.wait_for(repo.read(writer.id, queue_id=queue.id, pop=True), 2)
@@ -95,7 +99,7 @@ MIXED_SHAPES = [  # (own A, own B, broadcasts, broadcasts taken by A)
     (15, 15, 2, 1),
 ]
 MIXED_REPEATS = 3
-POP = "SELECT * FROM courier_read_v1($1, $2, NULL, $3, true)"
+POP = "SELECT * FROM courier_read_v2($1, $2, NULL, $3, true, 0, NULL)"
 
 
 @dataclass
@@ -196,8 +200,8 @@ async def test_a_pop_locks_only_the_message_it_takes(
     writer, a, b = [await repo.register_client(name) for name in ("writer", "a", "b")]
     queue = await repo.create_queue("work")
     # B's own message comes first in either order.
-    (for_b,) = await repo.send(writer.id, [queue.id], "for b", receiver=b.id, priority=9)
-    (for_all,) = await repo.send(writer.id, [queue.id], "for all", priority=1)
+    (for_b,) = await repo.send(writer.id, [queue.id], b"for b", receiver=b.id, priority=9)
+    (for_all,) = await repo.send(writer.id, [queue.id], b"for all", priority=1)
 
     async with pool.acquire() as holder, holder.transaction():
         held = await holder.fetchrow(POP, b.id, queue.id, str(order))
@@ -216,7 +220,7 @@ async def test_a_pop_gets_past_more_held_messages_than_one_look_lists(
     sent = []
     for index in range(10):  # for the reader and for anyone in turn; both orders agree
         receiver = reader.id if index % 2 else None
-        sent += await repo.send(writer.id, [queue.id], "m", receiver=receiver, priority=10 - index)
+        sent += await repo.send(writer.id, [queue.id], b"m", receiver=receiver, priority=10 - index)
 
     async with pool.acquire() as holder, holder.transaction():
         held = [
@@ -242,7 +246,7 @@ async def test_a_pop_gets_past_more_held_messages_than_one_look_lists(
 RACE_PEEKERS = 3
 RACE_POPPERS = 3
 RACE_MESSAGES = 1500
-READ = "SELECT * FROM courier_read_v1($1, $2, NULL, $3, $4)"
+READ = "SELECT * FROM courier_read_v2($1, $2, NULL, $3, $4, 0, NULL)"
 MESSAGE_COLUMNS = ("id", "queue_id", "sender_id", "priority", "created_at", "body")
 
 
@@ -282,7 +286,8 @@ async def test_a_peek_racing_pops_returns_a_whole_message_or_queue_empty(
         queue = await repo.create_queue("raced")
         await pool.execute(
             "INSERT INTO courier_messages (queue_id, sender_id, priority, body)"
-            " SELECT $1, $2, 1 + n % 10, 'm' || n FROM generate_series(1, $3) n",
+            " SELECT $1, $2, 1 + n % 10, convert_to('m' || n, 'UTF8')"
+            " FROM generate_series(1, $3) n",
             queue.id, writer.id, RACE_MESSAGES,
         )  # fmt: skip
         readers = [

@@ -33,8 +33,8 @@ async def test_each_copy_notifies_its_queue_and_receiver(
     second = await repo.create_queue("second")
 
     async def send_some() -> None:
-        await repo.send(writer.id, [first.id, second.id], "fan out", receiver=reader.id)
-        await repo.send(writer.id, [second.id], "for anyone")
+        await repo.send(writer.id, [first.id, second.id], b"fan out", receiver=reader.id)
+        await repo.send(writer.id, [second.id], b"for anyone")
 
     payloads = await collect_notifications(dsn, send_some())
 
@@ -48,6 +48,6 @@ async def test_a_refused_send_notifies_nobody(
 ) -> None:
     async def refused() -> None:
         with pytest.raises(errors.QueueNotFound):
-            await repo.send(writer.id, [queue.id, 999], "never stored")
+            await repo.send(writer.id, [queue.id, 999], b"never stored")
 
     assert await collect_notifications(dsn, refused()) == []

@@ -63,8 +63,8 @@ async def test_list_gives_all_queues_by_id_with_counts(
 ) -> None:
     first = await repo.create_queue("b-first")
     second = await repo.create_queue("a-second")
-    await repo.send(writer.id, [first.id], "one")
-    await repo.send(writer.id, [first.id, second.id], "two", receiver=4242)
+    await repo.send(writer.id, [first.id], b"one")
+    await repo.send(writer.id, [first.id, second.id], b"two", receiver=4242)
 
     assert await repo.list_queues() == [
         models.Queue(first.id, "b-first", 2),
@@ -82,7 +82,7 @@ async def test_delete_removes_the_queue_and_its_messages(
 ) -> None:
     doomed = await repo.create_queue("doomed")
     kept = await repo.create_queue("kept")
-    await repo.send(writer.id, [doomed.id, kept.id], "hello")
+    await repo.send(writer.id, [doomed.id, kept.id], b"hello")
 
     await repo.delete_queue(doomed.id)
 
@@ -96,7 +96,7 @@ async def test_delete_if_empty_refuses_while_messages_remain(
     repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
 ) -> None:
     queue = await repo.create_queue("busy")
-    await repo.send(writer.id, [queue.id], "still here")
+    await repo.send(writer.id, [queue.id], b"still here")
 
     with pytest.raises(errors.QueueNotEmpty):
         await repo.delete_queue(queue.id, if_empty=True)

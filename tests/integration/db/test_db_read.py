@@ -26,7 +26,7 @@ async def insert_at(
     message_id: int = await pool.fetchval(
         "INSERT INTO courier_messages (queue_id, sender_id, receiver_id, priority, body,"
         " created_at) VALUES ($1, $2, $3, $4, $5, $6::text::timestamptz) RETURNING id",
-        queue_id, sender_id, receiver, priority, body, created_at,
+        queue_id, sender_id, receiver, priority, body.encode(), created_at,
     )  # fmt: skip
     return message_id
 
@@ -68,7 +68,7 @@ async def test_priority_order_takes_the_highest_then_the_oldest(
 async def test_peek_leaves_the_message_and_pop_removes_it(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
-    (sent,) = await repo.send(writer.id, [queue.id], "once")
+    (sent,) = await repo.send(writer.id, [queue.id], b"once")
 
     assert (await repo.read(writer.id, queue_id=queue.id)).id == sent
     assert (await repo.read(writer.id, queue_id=queue.id)).id == sent
@@ -83,16 +83,16 @@ async def test_a_message_for_someone_else_is_invisible(
     reader: models.ClientInfo,
     queue: models.Queue,
 ) -> None:
-    await repo.send(writer.id, [queue.id], "for the writer", receiver=writer.id)
-    (for_reader,) = await repo.send(writer.id, [queue.id], "for the reader", receiver=reader.id)
-    (for_all,) = await repo.send(writer.id, [queue.id], "for anyone")
+    await repo.send(writer.id, [queue.id], b"for the writer", receiver=writer.id)
+    (for_reader,) = await repo.send(writer.id, [queue.id], b"for the reader", receiver=reader.id)
+    (for_all,) = await repo.send(writer.id, [queue.id], b"for anyone")
 
     seen = [(await repo.read(reader.id, queue_id=queue.id, pop=True)).id for _ in range(2)]
 
     assert seen == [for_reader, for_all]
     with pytest.raises(errors.QueueEmpty, match="empty for you"):
         await repo.read(reader.id, queue_id=queue.id)
-    assert (await repo.read(writer.id, queue_id=queue.id)).body == "for the writer"
+    assert (await repo.read(writer.id, queue_id=queue.id)).body == b"for the writer"
 
 
 async def test_read_by_sender_spans_queues(
@@ -101,9 +101,9 @@ async def test_read_by_sender_spans_queues(
     first = await repo.create_queue("first")
     second = await repo.create_queue("second")
     other = await repo.register_client("other")
-    await repo.send(other.id, [first.id], "not from the writer")
-    (a,) = await repo.send(writer.id, [second.id], "a", priority=3)
-    (b,) = await repo.send(writer.id, [first.id], "b", priority=6)
+    await repo.send(other.id, [first.id], b"not from the writer")
+    (a,) = await repo.send(writer.id, [second.id], b"a", priority=3)
+    (b,) = await repo.send(writer.id, [first.id], b"b", priority=6)
 
     assert (await repo.read(reader.id, sender_id=writer.id)).id == a
     assert (await repo.read(reader.id, sender_id=writer.id, order=PRIORITY)).id == b
@@ -120,10 +120,10 @@ async def test_read_by_queue_and_sender(
     queue = await repo.create_queue("q")
     elsewhere = await repo.create_queue("elsewhere")
     other = await repo.register_client("other")
-    await repo.send(other.id, [queue.id], "other sender", priority=10)
-    await repo.send(writer.id, [elsewhere.id], "other queue", priority=10)
-    (low,) = await repo.send(writer.id, [queue.id], "low", priority=1)
-    (high,) = await repo.send(writer.id, [queue.id], "high", priority=7)
+    await repo.send(other.id, [queue.id], b"other sender", priority=10)
+    await repo.send(writer.id, [elsewhere.id], b"other queue", priority=10)
+    (low,) = await repo.send(writer.id, [queue.id], b"low", priority=1)
+    (high,) = await repo.send(writer.id, [queue.id], b"high", priority=7)
 
     async def read(order: models.Order = TIME, pop: bool = False) -> int:
         message = await repo.read(
@@ -160,14 +160,17 @@ async def test_the_repository_refuses_a_message_row_of_nulls(
     # What a peek that lost its message to a pop used to answer: no status, no message.
     # This test's own database gets a read function that always answers so.
     await pool.execute(
-        "CREATE OR REPLACE FUNCTION courier_read_v1("
+        "CREATE OR REPLACE FUNCTION courier_read_v2("
         " p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,"
-        " p_pop boolean, OUT status smallint, OUT id bigint, OUT queue_id bigint,"
+        " p_pop boolean, p_lease_ms integer, p_instance_id bigint,"
+        " OUT status smallint, OUT id bigint, OUT queue_id bigint,"
         " OUT sender_id bigint, OUT receiver_id bigint, OUT context bigint,"
-        " OUT priority smallint, OUT created_at timestamptz, OUT body text,"
-        " OUT exec_ns bigint) LANGUAGE sql"
+        " OUT priority smallint, OUT created_at timestamptz, OUT body bytea,"
+        " OUT deliveries integer, OUT delivery_id bigint, OUT dead_from bigint,"
+        " OUT failure text, OUT exec_ns bigint) LANGUAGE sql"
         " AS 'SELECT NULL::smallint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,"
-        " NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::text, 0::bigint'"
+        " NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,"
+        " NULL::bigint, NULL::bigint, NULL::text, 0::bigint'"
     )
     with pytest.raises(errors.InternalError, match="message row without id, queue_id"):
         await repo.read(reader.id, queue_id=1)
@@ -179,15 +182,15 @@ async def test_pop_response_takes_the_message_addressed_to_me_with_that_context(
     reader: models.ClientInfo,
     queue: models.Queue,
 ) -> None:
-    await repo.send(writer.id, [queue.id], "broadcast", context=42)
-    await repo.send(writer.id, [queue.id], "other context", receiver=reader.id, context=41)
-    await repo.send(writer.id, [queue.id], "someone else", receiver=writer.id, context=42)
-    (wanted,) = await repo.send(writer.id, [queue.id], "the reply", receiver=reader.id, context=42)
+    await repo.send(writer.id, [queue.id], b"broadcast", context=42)
+    await repo.send(writer.id, [queue.id], b"other context", receiver=reader.id, context=41)
+    await repo.send(writer.id, [queue.id], b"someone else", receiver=writer.id, context=42)
+    (wanted,) = await repo.send(writer.id, [queue.id], b"the reply", receiver=reader.id, context=42)
 
     reply = await repo.pop_response(reader.id, queue.id, 42)
 
     assert (reply.id, reply.body, reply.context, reply.receiver) == (
-        wanted, "the reply", 42, reader.id,
+        wanted, b"the reply", 42, reader.id,
     )  # fmt: skip
     with pytest.raises(errors.NoMessage):
         await repo.pop_response(reader.id, queue.id, 42)
@@ -208,10 +211,10 @@ async def test_queues_for_me_counts_what_i_could_read(
     mixed = await repo.create_queue("b")
     empty = await repo.create_queue("c")
     mine = await repo.create_queue("d")
-    await repo.send(writer.id, [nothing_for_me.id], "x", receiver=writer.id)
-    await repo.send(writer.id, [mixed.id, mine.id], "for anyone")
-    await repo.send(writer.id, [mixed.id], "for me", receiver=reader.id)
-    await repo.send(writer.id, [mixed.id], "not for me", receiver=writer.id)
+    await repo.send(writer.id, [nothing_for_me.id], b"x", receiver=writer.id)
+    await repo.send(writer.id, [mixed.id, mine.id], b"for anyone")
+    await repo.send(writer.id, [mixed.id], b"for me", receiver=reader.id)
+    await repo.send(writer.id, [mixed.id], b"not for me", receiver=writer.id)
 
     assert await repo.queues_for_me(reader.id) == [
         models.Queue(mixed.id, "b", 2),

@@ -16,7 +16,7 @@ async def test_timing_is_filled_and_execution_fits_inside_the_round_trip(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
     calls: dict[str, Callable[[repository.Timing], Awaitable[object]]] = {
-        "send": lambda timing: repo.send(writer.id, [queue.id], "x", timing=timing),
+        "send": lambda timing: repo.send(writer.id, [queue.id], b"x", timing=timing),
         "peek": lambda timing: repo.read(writer.id, queue_id=queue.id, timing=timing),
         "list": lambda timing: repo.list_queues(timing=timing),
         "for me": lambda timing: repo.queues_for_me(writer.id, timing=timing),

@@ -17,7 +17,7 @@ SIGNATURES = """
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
        pg_get_function_result(p.oid) AS result
 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-WHERE n.nspname = current_schema() AND p.proname LIKE 'courier\\_%\\_v1'
+WHERE n.nspname = current_schema() AND p.proname ~ '^courier_.*_v[0-9]+$'
 ORDER BY 1, 2
 """
 

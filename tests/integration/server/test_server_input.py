@@ -64,17 +64,17 @@ async def test_oversize_body_is_refused_but_oversize_frame_closes(
     client = await connect(server)
     await log_in_new(client, "big")
     queue = (await client.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
-    fits = frames.Send((queue.id,), "é" * 500, None, 5, None)  # exactly 1000 bytes
+    fits = frames.Send((queue.id,), "é".encode() * 500, None, 5, None)  # exactly 1000 bytes
     assert isinstance(await client.ok(fits), frames.MessageIdsReply)
-    too_big = frames.Send((queue.id,), "é" * 501, None, 5, None)
+    too_big = frames.Send((queue.id,), "é".encode() * 501, None, 5, None)
     assert await client.error(too_big) == Status.PAYLOAD_TOO_LARGE
-    much_too_big = frames.Send((queue.id,), "x" * 30_000, None, 5, None)
+    much_too_big = frames.Send((queue.id,), b"x" * 30_000, None, 5, None)
     assert await client.error(much_too_big) == Status.PAYLOAD_TOO_LARGE
     assert await client.ok(frames.GetQueue(queue.id, None)) == frames.QueueReply(
         models.Queue(queue.id, "q", 1)
     )
     # Far beyond any message: the frame itself is refused and the stream is given up.
-    client.send_raw(protocol.encode(99, frames.Send((queue.id,), "x" * 1_000_000, None, 5, None)))
+    client.send_raw(protocol.encode(99, frames.Send((queue.id,), b"x" * 1_000_000, None, 5, None)))
     reply = await expect_error_then_close(client, 0)
     assert reply.status == Status.BAD_REQUEST and "exceeds the limit" in reply.message
 
@@ -94,14 +94,14 @@ async def test_garbage_on_one_connection_leaves_other_clients_intact(
             noise = bytes([protocol.VERSION]) + noise  # get past the version check sometimes
         garbage.send_raw(noise)
         body = f"message {round_}"
-        await good.ok(frames.Send((queue.id,), body, None, 5, None))
+        await good.ok(frames.Send((queue.id,), body.encode(), None, 5, None))
         sent_bodies.append(body)
     assert isinstance(await good.ok(frames.Ping()), frames.Pong)
     received = []
     for _ in sent_bodies:
         reply = await good.ok(frames.Read(queue.id, None, TIME, pop=True))
         assert isinstance(reply, frames.MessageReply)
-        received.append(reply.message.body)
+        received.append(reply.message.text)
     assert received == sent_bodies
 
 
@@ -138,7 +138,7 @@ async def test_a_thousand_pipelined_requests(server: ServerProcess, connect: Con
         if n % 2:
             requests.append(frames.CreateQueue(f"queue-{n}"))
         else:
-            requests.append(frames.Send((queue.id,), f"body-{n}", None, 1 + n % 10, None))
+            requests.append(frames.Send((queue.id,), f"body-{n}".encode(), None, 1 + n % 10, None))
     futures = [client.submit(request) for request in requests]  # all in flight at once
     replies = await asyncio.wait_for(asyncio.gather(*futures), 60)
     message_ids = set()
@@ -151,5 +151,5 @@ async def test_a_thousand_pipelined_requests(server: ServerProcess, connect: Con
     assert len(message_ids) == 500
     pops = [client.submit(frames.Read(queue.id, None, TIME, pop=True)) for _ in range(500)]
     popped = await asyncio.wait_for(asyncio.gather(*pops), 60)
-    bodies = {reply.message.body for reply in popped if isinstance(reply, frames.MessageReply)}
+    bodies = {reply.message.text for reply in popped if isinstance(reply, frames.MessageReply)}
     assert bodies == {f"body-{n}" for n in range(0, 1000, 2)}

@@ -16,9 +16,10 @@ TIME = models.Order.TIME
 PRIORITY = models.Order.PRIORITY
 
 
-def send(queue_ids: tuple[int, ...], body: str, **options: object) -> frames.Send:
+def send(queue_ids: tuple[int, ...], body: str | bytes, **options: object) -> frames.Send:
     fields: dict[str, object] = {"receiver": None, "priority": 5, "context": None, **options}
-    return frames.Send(queue_ids=queue_ids, body=body, **fields)  # type: ignore[arg-type]
+    data = body.encode() if isinstance(body, str) else body
+    return frames.Send(queue_ids=queue_ids, body=data, **fields)  # type: ignore[arg-type]
 
 
 async def test_ping_answers_with_the_server_clock(server: ServerProcess, connect: Connect) -> None:
@@ -107,7 +108,7 @@ async def test_send_read_and_addressing(server: ServerProcess, connect: Connect)
 
     peek = await bob_conn.ok(frames.Read(a.id, None, PRIORITY, pop=False))
     assert isinstance(peek, frames.MessageReply)
-    assert (peek.message.body, peek.message.priority) == ("urgent", 9)
+    assert (peek.message.text, peek.message.priority) == ("urgent", 9)
     assert peek.message.sender == alice.id
     popped = await bob_conn.ok(frames.Read(a.id, None, TIME, pop=True))
     assert isinstance(popped, frames.MessageReply)
@@ -122,10 +123,10 @@ async def test_send_read_and_addressing(server: ServerProcess, connect: Connect)
     by_sender = await bob_conn.ok(frames.Read(None, alice.id, TIME, pop=True))
     assert isinstance(by_sender, frames.MessageReply) and by_sender.message.queue == b.id
     urgent = await bob_conn.ok(frames.Read(a.id, None, PRIORITY, pop=True))
-    assert isinstance(urgent, frames.MessageReply) and urgent.message.body == "urgent"
+    assert isinstance(urgent, frames.MessageReply) and urgent.message.text == "urgent"
     private = await bob_conn.ok(frames.Read(a.id, None, TIME, pop=True))
     assert isinstance(private, frames.MessageReply)
-    assert (private.message.body, private.message.receiver) == ("for bob", bob.id)
+    assert (private.message.text, private.message.receiver) == ("for bob", bob.id)
     assert private.message.context == 77
 
     assert await alice_conn.error(frames.Read(b.id, None, TIME, pop=True)) == Status.QUEUE_EMPTY
@@ -157,12 +158,12 @@ async def test_request_and_response_by_context(server: ServerProcess, connect: C
     await worker_conn.ok(send((queue.id,), "the answer", receiver=asker.id, context=2))
 
     answer = await asker_conn.ok(frames.AwaitResponse(queue.id, context=2, timeout_ms=1000))
-    assert isinstance(answer, frames.MessageReply) and answer.message.body == "the answer"
+    assert isinstance(answer, frames.MessageReply) and answer.message.text == "the answer"
     missing = frames.AwaitResponse(queue.id, context=3, timeout_ms=0)
     assert await asker_conn.error(missing) == Status.NO_MESSAGE
     assert await asker_conn.error(frames.AwaitResponse(999, 1, 0)) == Status.QUEUE_NOT_FOUND
     received = await asker_conn.ok(frames.Receive(queue.id, None, TIME, timeout_ms=0))
-    assert isinstance(received, frames.MessageReply) and received.message.body == "other answer"
+    assert isinstance(received, frames.MessageReply) and received.message.text == "other answer"
 
 
 async def test_unexpected_database_failure_is_internal_and_connection_survives(

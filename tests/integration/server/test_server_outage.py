@@ -56,13 +56,13 @@ async def test_outage_gives_unavailable_then_the_server_recovers(
     client = await connect(server)
     await log_in_new(client, "survivor")
     queue = (await client.ok(frames.CreateQueue("kept"))).queue  # type: ignore[union-attr]
-    await client.ok(frames.Send((queue.id,), "before the outage", None, 5, None))
+    await client.ok(frames.Send((queue.id,), b"before the outage", None, 5, None))
 
     await cut_off(postgres_admin_dsn, database)
     try:
         for request in (
             frames.ListQueues(),
-            frames.Send((queue.id,), "during", None, 5, None),
+            frames.Send((queue.id,), b"during", None, 5, None),
             frames.Register("newcomer", models.ClientMode.READ_WRITE),
         ):
             assert await client.error(request) == Status.UNAVAILABLE
@@ -75,7 +75,7 @@ async def test_outage_gives_unavailable_then_the_server_recovers(
     listed = await until_ok(client, frames.ListQueues(), within=10)
     assert listed == frames.QueueListReply((models.Queue(queue.id, "kept", 1),))
     popped = await client.ok(frames.Read(queue.id, None, TIME, pop=True))
-    assert isinstance(popped, frames.MessageReply) and popped.message.body == "before the outage"
+    assert isinstance(popped, frames.MessageReply) and popped.message.text == "before the outage"
     # The heartbeat survived the outage.
     first = await beat_time(dsn)
     await asyncio.sleep(0.5)
@@ -87,7 +87,7 @@ async def test_outage_gives_unavailable_then_the_server_recovers(
     started = time.monotonic()
     await send_from_another_client(server, queue.id, "after the outage")
     reply = await asyncio.wait_for(waiting, 20)
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == "after the outage"
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "after the outage"
     assert time.monotonic() - started < 5
 
 
@@ -119,6 +119,6 @@ async def send_from_another_client(server: ServerProcess, queue_id: int, body: s
     sender = await WireClient.connect(server.address)
     try:
         await log_in_new(sender, "sender")
-        await sender.ok(frames.Send((queue_id,), body, None, 5, None))
+        await sender.ok(frames.Send((queue_id,), body.encode(), None, 5, None))
     finally:
         await sender.close()

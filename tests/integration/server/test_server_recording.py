@@ -95,7 +95,7 @@ async def test_mock_server_answers_without_a_database(
     client = await connect(server)
     login = await client.ok(frames.Login(None, "anyone"))
     assert isinstance(login, frames.ClientReply)
-    sent = await client.ok(frames.Send((1, 2), "x", None, 5, None))
+    sent = await client.ok(frames.Send((1, 2), b"x", None, 5, None))
     assert isinstance(sent, frames.MessageIdsReply) and len(sent.ids) == 2
     for request in (
         frames.Read(1, None, models.Order.TIME, pop=True),

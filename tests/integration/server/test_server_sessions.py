@@ -17,7 +17,7 @@ NEEDS_LOGIN: list[frames.Request] = [
     frames.DeleteQueue(1, if_empty=False),
     frames.GetQueue(1, None),
     frames.ListQueues(),
-    frames.Send((1,), "x", None, 5, None),
+    frames.Send((1,), b"x", None, 5, None),
     frames.Read(1, None, models.Order.TIME, pop=False),
     frames.Receive(1, None, models.Order.TIME, timeout_ms=0),
     frames.AwaitResponse(1, 1, timeout_ms=0),
@@ -42,7 +42,7 @@ async def test_the_sender_is_the_logged_in_client(server: ServerProcess, connect
     writer = await log_in_new(writer_conn, "writer")
     await log_in_new(reader_conn, "reader")
     queue = (await writer_conn.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
-    await writer_conn.ok(frames.Send((queue.id,), "signed", None, 5, None))
+    await writer_conn.ok(frames.Send((queue.id,), b"signed", None, 5, None))
     got = await reader_conn.ok(frames.Read(queue.id, None, models.Order.TIME, pop=True))
     assert isinstance(got, frames.MessageReply) and got.message.sender == writer.id
 
@@ -54,12 +54,12 @@ async def test_read_only_client_may_read_but_not_send(
     await log_in_new(writer_conn, "writer")
     await log_in_new(reader_conn, "watcher", models.ClientMode.READ_ONLY)
     queue = (await writer_conn.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
-    await writer_conn.ok(frames.Send((queue.id,), "for anyone", None, 5, None))
+    await writer_conn.ok(frames.Send((queue.id,), b"for anyone", None, 5, None))
 
-    refused = frames.Send((queue.id,), "from a reader", None, 5, None)
+    refused = frames.Send((queue.id,), b"from a reader", None, 5, None)
     assert await reader_conn.error(refused) == Status.NOT_AUTHORISED
     got = await reader_conn.ok(frames.Read(queue.id, None, models.Order.TIME, pop=True))
-    assert isinstance(got, frames.MessageReply) and got.message.body == "for anyone"
+    assert isinstance(got, frames.MessageReply) and got.message.text == "for anyone"
     assert await writer_conn.ok(frames.GetQueue(queue.id, None)) == frames.QueueReply(
         models.Queue(queue.id, "q", 0)
     )

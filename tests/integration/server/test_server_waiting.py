@@ -37,10 +37,10 @@ async def test_receive_on_one_server_is_woken_by_a_send_through_another(
     await asyncio.sleep(0.3)  # let the receive reach its wait
     assert not waiting.done()
     started = time.monotonic()
-    await writer.ok(frames.Send((queue.id,), "wake up", None, 5, None))
+    await writer.ok(frames.Send((queue.id,), b"wake up", None, 5, None))
     reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
     assert time.monotonic() - started < LONG_MS / 1000 / 4
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == "wake up"
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "wake up"
     # The message was popped, not peeked.
     assert await reader.error(frames.Read(queue.id, None, TIME, pop=False)) == Status.QUEUE_EMPTY
 
@@ -51,13 +51,13 @@ async def test_await_response_is_woken_only_by_its_context(
     reader, writer, reader_info, queue = await two_servers(start_server, connect)
     waiting = reader.submit(frames.AwaitResponse(queue.id, context=7, timeout_ms=LONG_MS))
     await asyncio.sleep(0.3)
-    await writer.ok(frames.Send((queue.id,), "not yours", None, 5, 7))  # broadcast
-    await writer.ok(frames.Send((queue.id,), "wrong context", reader_info.id, 5, 8))
+    await writer.ok(frames.Send((queue.id,), b"not yours", None, 5, 7))  # broadcast
+    await writer.ok(frames.Send((queue.id,), b"wrong context", reader_info.id, 5, 8))
     await asyncio.sleep(0.3)
     assert not waiting.done()
-    await writer.ok(frames.Send((queue.id,), "answer", reader_info.id, 5, 7))
+    await writer.ok(frames.Send((queue.id,), b"answer", reader_info.id, 5, 7))
     reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == "answer"
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "answer"
 
 
 async def test_receive_times_out_with_queue_empty(server: ServerProcess, connect: Connect) -> None:
@@ -86,9 +86,9 @@ async def test_many_waiters_each_get_one_message(server: ServerProcess, connect:
     waits = [r.submit(frames.Receive(queue.id, None, TIME, LONG_MS)) for r in readers]
     await asyncio.sleep(0.3)
     for n in range(5):
-        await writer.ok(frames.Send((queue.id,), f"m{n}", None, 5, None))
+        await writer.ok(frames.Send((queue.id,), f"m{n}".encode(), None, 5, None))
     replies = await asyncio.wait_for(asyncio.gather(*waits), LONG_MS / 1000)
-    bodies = sorted(r.message.body for r in replies if isinstance(r, frames.MessageReply))
+    bodies = sorted(r.message.text for r in replies if isinstance(r, frames.MessageReply))
     assert bodies == [f"m{n}" for n in range(5)]
 
 
@@ -103,11 +103,11 @@ async def test_a_waiting_receive_ends_with_its_connection(
     await asyncio.sleep(0.3)
     await leaver.close()
     await asyncio.sleep(0.3)
-    await writer.ok(frames.Send((queue.id,), "still here", None, 5, None))
+    await writer.ok(frames.Send((queue.id,), b"still here", None, 5, None))
     await asyncio.sleep(0.3)
     # Nobody took it on behalf of the departed client.
     peek = await writer.ok(frames.Read(queue.id, None, TIME, pop=False))
-    assert isinstance(peek, frames.MessageReply) and peek.message.body == "still here"
+    assert isinstance(peek, frames.MessageReply) and peek.message.text == "still here"
 
 
 async def test_waiters_recover_when_the_listen_connection_drops(
@@ -128,14 +128,14 @@ async def test_waiters_recover_when_the_listen_connection_drops(
     finally:
         await admin.close()
     assert killed == 1
-    await writer.ok(frames.Send((queue.id,), "after the drop", None, 5, None))
+    await writer.ok(frames.Send((queue.id,), b"after the drop", None, 5, None))
     reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == "after the drop"
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "after the drop"
     # And new waits are woken by notifications again.
     waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
     await asyncio.sleep(0.5)
     started = time.monotonic()
-    await writer.ok(frames.Send((queue.id,), "second", None, 5, None))
+    await writer.ok(frames.Send((queue.id,), b"second", None, 5, None))
     reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == "second"
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "second"
     assert time.monotonic() - started < LONG_MS / 1000 / 4

@@ -30,7 +30,7 @@ async def test_request_and_reply_across_two_middleware(start_server: StartServer
         serving = asyncio.create_task(serve_one())
         answer = await asker.request("rpc", "hello", timeout=10)
         await serving
-        assert answer.body == "HELLO" and answer.sender == worker.client_id
+        assert answer.text == "HELLO" and answer.sender == worker.client_id
         assert await asker.queues_for_me() == []
 
 
@@ -49,4 +49,4 @@ async def test_client_fails_over_when_its_middleware_stops(start_server: StartSe
         await client.send("q", "after")
         assert client.server == address(server_b)
         bodies = [(await client.pop("q")), (await client.pop("q"))]
-        assert [m.body for m in bodies if m is not None] == ["before", "after"]
+        assert [m.text for m in bodies if m is not None] == ["before", "after"]

@@ -16,8 +16,10 @@ optional_ids = st.none() | ids
 i64s = st.integers(min_value=-(2**63), max_value=2**63 - 1)
 u8s = st.integers(min_value=0, max_value=255)
 u32s = st.integers(min_value=0, max_value=2**32 - 1)
+optional_u32s = st.none() | st.integers(min_value=1, max_value=2**32 - 1)  # 0 means none
 names = st.text(max_size=24)
-bodies = st.text(max_size=300)
+optional_names = st.none() | st.text(min_size=1, max_size=24)  # empty means none
+bodies = st.binary(max_size=300)  # opaque: NUL, invalid UTF-8, anything
 modes = st.sampled_from(models.ClientMode)
 orders = st.sampled_from(models.Order)
 request_ids = u32s
@@ -27,6 +29,13 @@ times = st.datetimes(
 
 queues = st.builds(models.Queue, id=ids, name=names, message_count=i64s)
 clients = st.builds(models.ClientInfo, id=ids, name=names, mode=modes, online=st.booleans())
+settings = st.builds(
+    models.QueueSettings,
+    queue=ids,
+    max_deliveries=optional_u32s,
+    dead_letter_queue=optional_ids,
+    dead_letter_expired=st.booleans(),
+)
 messages = st.builds(
     models.Message,
     id=ids,
@@ -37,6 +46,10 @@ messages = st.builds(
     priority=u8s,
     created_at=times,
     body=bodies,
+    delivery=optional_ids,
+    deliveries=u32s,
+    dead_from=optional_ids,
+    failure=optional_names,
 )
 
 requests: st.SearchStrategy[protocol.Request] = st.one_of(
@@ -45,11 +58,19 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
     st.builds(protocol.Login, client_id=ids, name=st.none()),
     st.builds(protocol.Login, client_id=st.none(), name=names),
     st.just(protocol.Logout()),
+    st.builds(protocol.Cancel, request_id=request_ids),
     st.builds(protocol.CreateQueue, name=names),
     st.builds(protocol.DeleteQueue, queue_id=ids, if_empty=st.booleans()),
     st.builds(protocol.GetQueue, queue_id=ids, name=st.none()),
     st.builds(protocol.GetQueue, queue_id=st.none(), name=names),
     st.just(protocol.ListQueues()),
+    st.builds(
+        protocol.ConfigureQueue,
+        queue_id=ids,
+        max_deliveries=optional_u32s,
+        dead_letter_queue=optional_ids,
+        dead_letter_expired=st.booleans(),
+    ),
     st.builds(
         protocol.Send,
         queue_ids=st.lists(ids, max_size=5).map(tuple),
@@ -57,6 +78,9 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         receiver=optional_ids,
         priority=u8s,
         context=st.none() | i64s,
+        delay_ms=u32s,
+        ttl_ms=optional_u32s,
+        dedup_id=optional_names,
     ),
     st.builds(
         protocol.Read,
@@ -64,12 +88,21 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         sender_id=optional_ids,
         order=orders,
         pop=st.booleans(),
+        lease_ms=u32s,
     ),
     st.builds(
-        protocol.Receive, queue_id=ids, sender_id=optional_ids, order=orders, timeout_ms=u32s
+        protocol.Receive,
+        queue_id=ids,
+        sender_id=optional_ids,
+        order=orders,
+        timeout_ms=u32s,
+        lease_ms=u32s,
     ),
     st.builds(protocol.AwaitResponse, queue_id=ids, context=i64s, timeout_ms=u32s),
     st.just(protocol.QueuesForMe()),
+    st.builds(protocol.Ack, delivery_id=ids),
+    st.builds(protocol.Nack, delivery_id=ids, delay_ms=u32s, reason=optional_names),
+    st.builds(protocol.Extend, delivery_id=ids, lease_ms=u32s),
 )
 
 error_statuses = st.sampled_from([s for s in errors.Status if s is not errors.Status.OK])
@@ -80,6 +113,7 @@ typed_replies: st.SearchStrategy[protocol.Reply] = st.one_of(
     st.just(protocol.Done()),
     st.builds(protocol.QueueReply, queue=queues),
     st.builds(protocol.QueueListReply, queues=st.lists(queues, max_size=5).map(tuple)),
+    st.builds(protocol.QueueSettingsReply, settings=settings),
     st.builds(protocol.MessageIdsReply, ids=st.lists(ids, max_size=5).map(tuple)),
     st.builds(protocol.MessageReply, message=messages),
 )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 import protocol_strategies as strategies
 import pytest
@@ -223,6 +224,60 @@ def test_a_count_larger_than_the_body_is_malformed() -> None:
         parse_one(frame(body, protocol.Opcode.SEND))
 
 
+SEND = protocol.Send((1,), b"x", None, 5, None, delay_ms=1, ttl_ms=2, dedup_id="abc")
+NACK = protocol.Nack(delivery_id=1, delay_ms=2, reason="why")
+SETTINGS = protocol.QueueSettingsReply(models.QueueSettings(1, 3, 2, dead_letter_expired=True))
+LEASED = protocol.MessageReply(
+    models.Message(1, 1, 1, None, None, 5, datetime.now(UTC), b"x", 2, 1, 3, "oops")
+)
+
+
+@pytest.mark.parametrize(
+    ("message", "opcode", "cut", "field"),
+    [
+        (SEND, None, 1, "dedup_id"),
+        (SEND, None, 5, "len(dedup_id)"),
+        (SEND, None, 6, "ttl_ms"),
+        (SEND, None, 10, "delay_ms"),
+        (protocol.Read(None, None, models.Order.TIME, True, 5), None, 1, "lease_ms"),
+        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 4, "lease_ms"),
+        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 5, "timeout_ms"),
+        (protocol.Cancel(request_id=7), None, 1, "request_id"),
+        (protocol.ConfigureQueue(1, 3, 2, True), None, 1, "dead_letter_expired"),
+        (protocol.ConfigureQueue(1, 3, 2, True), None, 2, "dead_letter_queue"),
+        (protocol.ConfigureQueue(1, 3, 2, True), None, 10, "max_deliveries"),
+        (protocol.Ack(delivery_id=1), None, 1, "delivery_id"),
+        (NACK, None, 1, "reason"),
+        (NACK, None, 5, "len(reason)"),
+        (NACK, None, 6, "delay_ms"),
+        (protocol.Extend(delivery_id=1, lease_ms=5), None, 1, "lease_ms"),
+        (SETTINGS, None, 1, "settings.dead_letter_expired"),
+        (SETTINGS, None, 9, "settings.dead_letter_queue"),
+        (SETTINGS, None, 10, "settings.max_deliveries"),
+        (LEASED, protocol.Opcode.READ, 1, "message.failure"),
+        (LEASED, protocol.Opcode.READ, 6, "len(message.failure)"),
+        (LEASED, protocol.Opcode.READ, 7, "message.dead_from"),
+        (LEASED, protocol.Opcode.READ, 15, "message.deliveries"),
+        (LEASED, protocol.Opcode.READ, 19, "message.delivery"),
+    ],
+)
+def test_truncated_new_fields_are_malformed(
+    message: protocol.Request | protocol.Reply, opcode: int | None, cut: int, field: str
+) -> None:
+    (raw,) = protocol.Decoder().feed(protocol.encode(1, message, opcode=opcode))
+    short = protocol.RawFrame(raw.version, raw.opcode, raw.flags, raw.request_id, raw.body[:-cut])
+    with pytest.raises(protocol.MalformedBody) as caught:
+        protocol.parse(short)
+    assert f"ends inside {field} (" in caught.value.reason
+
+
+def test_a_send_in_the_old_layout_is_malformed_not_misread() -> None:
+    """Before delay_ms, ttl_ms and dedup_id a SEND ended with its body."""
+    old = b"\x00\x01" + struct.pack(">q", 7) + bytes(8) + b"\x05\x00" + b"\x00\x00\x00\x02hi"
+    with pytest.raises(protocol.MalformedBody, match="ends inside delay_ms"):
+        parse_one(frame(old, protocol.Opcode.SEND))
+
+
 def test_a_timestamp_beyond_datetime_is_malformed() -> None:
     message = bytes(8 * 4) + b"\x00\x05" + struct.pack(">q", 2**63 - 1) + bytes(4)
     with pytest.raises(protocol.MalformedBody, match="created_at"):
@@ -249,6 +304,7 @@ def test_long_error_messages_are_cut_at_a_character_boundary() -> None:
 # --- values that cannot be encoded ----------------------------------------------------
 
 NAIVE = datetime(2024, 1, 1)  # deliberately without a timezone
+TEXT: Any = "x"  # a str where bytes belong, as code written for str bodies would pass
 
 
 @pytest.mark.parametrize(
@@ -257,10 +313,28 @@ NAIVE = datetime(2024, 1, 1)  # deliberately without a timezone
         (1, protocol.Login(client_id=None, name=None), None, "exactly one"),
         (1, protocol.Login(client_id=3, name="x"), None, "exactly one"),
         (1, protocol.GetQueue(queue_id=None, name=None), None, "exactly one"),
-        (1, protocol.Send((1,), "x", None, 256, None), None, "priority"),
-        (1, protocol.Send((1,), "x", 0, 5, None), None, "receiver"),
-        (1, protocol.Send(tuple(range(1, 65537)), "x", None, 5, None), None, "len(queue_ids)"),
+        (1, protocol.Send((1,), b"x", None, 256, None), None, "priority"),
+        (1, protocol.Send((1,), b"x", 0, 5, None), None, "receiver"),
+        (1, protocol.Send(tuple(range(1, 65537)), b"x", None, 5, None), None, "len(queue_ids)"),
         (1, protocol.Receive(1, None, models.Order.TIME, -1), None, "timeout_ms"),
+        (1, protocol.Send((1,), TEXT, None, 5, None), None, "body must be bytes"),
+        (1, protocol.Send((1,), b"x", None, 5, None, ttl_ms=0), None, "ttl_ms=0 must be positive"),
+        (1, protocol.Send((1,), b"x", None, 5, None, ttl_ms=2**32), None, "ttl_ms"),
+        (1, protocol.Send((1,), b"x", None, 5, None, dedup_id=""), None, "dedup_id is empty"),
+        (1, protocol.Send((1,), b"x", None, 5, None, delay_ms=-1), None, "delay_ms"),
+        (1, protocol.Send((1,), b"x", None, 5, None, delay_ms=2**32), None, "delay_ms"),
+        (1, protocol.Read(None, None, models.Order.TIME, True, -1), None, "lease_ms"),
+        (1, protocol.Receive(1, None, models.Order.TIME, 0, 2**32), None, "lease_ms"),
+        (1, protocol.Cancel(-1), None, "request_id"),
+        (1, protocol.Cancel(2**32), None, "request_id"),
+        (1, protocol.ConfigureQueue(1, 0, None, False), None, "max_deliveries=0"),
+        (1, protocol.ConfigureQueue(1, 2**32, None, False), None, "max_deliveries"),
+        (1, protocol.ConfigureQueue(1, None, 0, False), None, "dead_letter_queue"),
+        (1, protocol.Ack(2**63), None, "delivery_id"),
+        (1, protocol.Nack(1, delay_ms=-1), None, "delay_ms"),
+        (1, protocol.Nack(1, reason=""), None, "reason is empty"),
+        (1, protocol.Extend(1, 2**32), None, "lease_ms"),
+        (1, protocol.QueueSettingsReply(models.QueueSettings(1, 0)), None, "max_deliveries=0"),
         (1, protocol.Register("n", "admin"), None, "mode"),  # type: ignore[arg-type]
         (1, protocol.CreateQueue("q" * 65536), None, "len(name)"),
         (1, protocol.CreateQueue("\ud800"), None, "name"),
@@ -281,7 +355,26 @@ def test_unencodable_values_raise_encode_error(
     assert isinstance(caught.value, errors.ProtocolError)
 
 
+AT = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        (models.Message(1, 1, 1, None, None, 5, AT, TEXT), "message.body must be bytes"),
+        (models.Message(1, 1, 1, None, None, 5, AT, b"", delivery=0), "message.delivery"),
+        (models.Message(1, 1, 1, None, None, 5, AT, b"", deliveries=-1), "message.deliveries"),
+        (models.Message(1, 1, 1, None, None, 5, AT, b"", dead_from=-7), "message.dead_from"),
+        (models.Message(1, 1, 1, None, None, 5, AT, b"", failure=""), "message.failure is empty"),
+    ],
+)
+def test_unencodable_messages_raise_encode_error(message: models.Message, reason: str) -> None:
+    with pytest.raises(protocol.EncodeError) as caught:
+        protocol.encode(1, protocol.MessageReply(message), opcode=protocol.Opcode.READ)
+    assert reason in caught.value.reason
+
+
 def test_naive_timestamps_cannot_be_encoded() -> None:
-    message = models.Message(1, 1, 1, None, None, 5, NAIVE, "x")
+    message = models.Message(1, 1, 1, None, None, 5, NAIVE, b"x")
     with pytest.raises(protocol.EncodeError, match="timezone-aware"):
         protocol.encode(1, protocol.MessageReply(message), opcode=protocol.Opcode.READ)

@@ -24,6 +24,7 @@ NAMESPACE: dict[str, Any] = {
     "ClientMode": models.ClientMode,
     "Order": models.Order,
     "Queue": models.Queue,
+    "QueueSettings": models.QueueSettings,
     "Message": models.Message,
     "ClientInfo": models.ClientInfo,
     "Status": errors.Status,

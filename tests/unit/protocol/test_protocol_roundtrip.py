@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import doctest
 import itertools
+from datetime import UTC, datetime
 
 import protocol_strategies as strategies
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from courier import models, protocol
 from courier.protocol import constants, decoder
 
 Frame = strategies.Frame
+
+
+def round_trip(
+    message: protocol.Request | protocol.Reply, opcode: int | None = None
+) -> protocol.Request | protocol.Reply:
+    (raw,) = protocol.Decoder().feed(protocol.encode(1, message, opcode=opcode))
+    return protocol.parse(raw)
 
 
 def split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -72,18 +80,59 @@ def test_feeding_one_byte_at_a_time_yields_each_frame_once_complete() -> None:
     assert completed_at == [12, 12 + 12 + 6, 12 + 12 + 6 + 12]
 
 
+@given(body=st.binary(max_size=4096))
+@example(body=b"")
+@example(body=b"\x00")
+@example(body=b"\xff\xfe\xc3(")  # never valid UTF-8
+@example(body="ë".encode("utf-16"))
+def test_bodies_are_bytes_and_round_trip_exactly(body: bytes) -> None:
+    send = protocol.Send(queue_ids=(1,), body=body, receiver=None, priority=5, context=None)
+    created_at = datetime(2024, 1, 1, tzinfo=UTC)
+    message = models.Message(1, 1, 1, None, None, 5, created_at, body)
+    reply = protocol.MessageReply(message=message)
+    decoded_send = round_trip(send)
+    decoded_reply = round_trip(reply, protocol.Opcode.RECEIVE)
+    assert isinstance(decoded_send, protocol.Send)
+    assert isinstance(decoded_reply, protocol.MessageReply)
+    assert type(decoded_send.body) is bytes
+    assert decoded_send.body == body
+    assert decoded_reply.message.body == body
+
+
+def test_absent_optionals_travel_as_zero_and_come_back_as_none() -> None:
+    send = protocol.Send(queue_ids=(1,), body=b"x", receiver=None, priority=5, context=None)
+    data = protocol.encode(1, send)
+    assert data.endswith(bytes(4 + 4 + 2))  # delay_ms 0, ttl_ms none, dedup_id none
+    assert round_trip(send) == send
+    nack = protocol.Nack(delivery_id=3)
+    assert protocol.encode(1, nack).endswith(bytes(4 + 2))
+    assert round_trip(nack) == nack
+
+
+def test_queue_settings_reply_needs_no_opcode() -> None:
+    reply = protocol.QueueSettingsReply(settings=models.QueueSettings(queue=4))
+    data = protocol.encode(2, reply)
+    assert data[1] == protocol.Opcode.CONFIGURE_QUEUE
+    assert round_trip(reply) == reply
+
+
+def test_only_ping_register_and_login_come_before_login() -> None:
+    opcodes = protocol.Opcode
+    assert {opcodes.PING, opcodes.REGISTER, opcodes.LOGIN} == protocol.PRE_LOGIN_OPCODES
+
+
 def test_codec_does_not_range_check_priority() -> None:
     for priority in (0, 11, 255):
         send = protocol.Send(
-            queue_ids=(1,), body="x", receiver=None, priority=priority, context=None
+            queue_ids=(1,), body=b"x", receiver=None, priority=priority, context=None
         )
-        (raw,) = protocol.Decoder().feed(protocol.encode(3, send))
-        assert protocol.parse(raw) == send
+        assert round_trip(send) == send
 
 
 def test_a_body_at_the_default_frame_limit_passes() -> None:
-    overhead = 2 + 8 + 8 + 1 + 1 + 4  # queue count, one queue id, receiver, priority, ctx, len
-    body = "a" * (constants.MAX_FRAME_BYTES - constants.HEADER_SIZE - overhead)
+    # queue count, one queue id, receiver, priority, context, body length, delay, ttl, dedup
+    overhead = 2 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 2
+    body = b"a" * (constants.MAX_FRAME_BYTES - constants.HEADER_SIZE - overhead)
     send = protocol.Send(queue_ids=(1,), body=body, receiver=None, priority=5, context=None)
     data = protocol.encode(1, send)
     assert len(data) == protocol.MAX_FRAME_BYTES

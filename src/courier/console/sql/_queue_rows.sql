@@ -1,14 +1,22 @@
 -- Included by queue.sql and queues.sql: the queues of the including query's CTE
 -- "chosen" (courier_queues rows and a count_cap column), in id order, with their
--- messages counted up to count_cap + 1 and their oldest message, the first stored
--- one (lowest id).
+-- settings, their messages counted up to count_cap + 1, their oldest message (the
+-- first stored one, lowest id) and their held messages, leased and delayed.
+-- The held messages have no index by queue: they are counted in one pass over the
+-- held table for the whole page, and reported capped like the other counts.
 SELECT q.id,
        q.name,
        q.created_at,
        (SELECT count(*) FROM (SELECT 1 FROM courier_messages m
                               WHERE m.queue_id = q.id LIMIT q.count_cap + 1) AS n) AS messages,
        oldest.created_at AS oldest_at,
-       extract(epoch FROM clock_timestamp() - oldest.created_at)::float8 AS oldest_age_s
+       extract(epoch FROM clock_timestamp() - oldest.created_at)::float8 AS oldest_age_s,
+       least(coalesce(held.leased, 0), q.count_cap + 1) AS leased,
+       least(coalesce(held.delayed, 0), q.count_cap + 1) AS delayed,
+       q.max_deliveries,
+       q.dead_letter_queue_id AS dead_letter_queue,
+       dlq.name AS dead_letter_queue_name,
+       q.dead_letter_expired
 FROM chosen q
 LEFT JOIN LATERAL (  -- the first index entry at or after (queue, 0): one entry read
     SELECT m.queue_id, m.created_at FROM courier_messages m
@@ -16,4 +24,13 @@ LEFT JOIN LATERAL (  -- the first index entry at or after (queue, 0): one entry 
     ORDER BY m.queue_id, m.id
     LIMIT 1
 ) AS oldest ON oldest.queue_id = q.id
+LEFT JOIN courier_queues dlq ON dlq.id = q.dead_letter_queue_id
+LEFT JOIN (
+    SELECT h.queue_id,
+           count(*) FILTER (WHERE h.delivery_id IS NOT NULL) AS leased,
+           count(*) FILTER (WHERE h.delivery_id IS NULL) AS delayed
+    FROM courier_held_messages h
+    WHERE h.queue_id IN (SELECT c.id FROM chosen c)
+    GROUP BY h.queue_id
+) AS held ON held.queue_id = q.id
 ORDER BY q.id;

@@ -1,5 +1,5 @@
 -- A keyset page of the stored messages sent by client $1, after id $2: at most $3
--- rows, bodies cut to $4 characters. The walk follows the (sender_id, id) index
+-- rows, bodies cut to $4 bytes. The walk follows the (sender_id, id) index
 -- (see queue_messages.sql for why it is a row comparison).
 WITH walk AS (
     SELECT m.id, m.sender_id

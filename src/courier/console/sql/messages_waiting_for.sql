@@ -1,5 +1,5 @@
 -- A keyset page of the stored messages addressed to client $1 (receiver = $1),
--- after id $2: at most $3 rows, bodies cut to $4 characters. The walk follows the
+-- after id $2: at most $3 rows, bodies cut to $4 bytes. The walk follows the
 -- partial (receiver_id, id) index (see queue_messages.sql for the row comparison).
 WITH walk AS (
     SELECT m.id, m.receiver_id

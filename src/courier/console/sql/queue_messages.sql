@@ -1,5 +1,5 @@
 -- A keyset page of queue $1's messages after id $2: at most $3 rows, bodies cut to
--- $4 characters.
+-- $4 bytes.
 -- The walk is written as a row comparison in (queue_id, id) order, which only the
 -- (queue_id, id) index can serve, so it reads at most $3 index entries whatever the
 -- statistics say; entries of the next queue that fill up a last page are dropped.

@@ -6,6 +6,8 @@
 //   data-format="int|count|age|time|rate|online|text"   how to print the value
 //   data-list="path"       a tbody holding a <template> row, repeated per item
 //   data-href="/x/{id}"    inside a row: a link built from the item's fields
+//   data-action="/x/{id}"  the same for a form's action
+//   data-show="path"       the element is hidden unless the value at path is set
 // Text is always set with textContent, so nothing from the database becomes markup.
 "use strict";
 
@@ -53,25 +55,35 @@
     element.dataset.value = value == null ? "" : String(value);
   }
 
-  function fillHref(element, item) {
+  // Sets an attribute (href, action) from a pattern such as "/x/{id}"; a pattern
+  // naming a missing value removes the attribute.
+  function fillPattern(element, attribute, pattern, item) {
     let missing = false;
-    const href = element.dataset.href.replace(/\{([\w.]+)\}/g, (_, path) => {
+    const url = pattern.replace(/\{([\w.]+)\}/g, (_, path) => {
       const value = lookup(item, path);
       if (value == null) missing = true;
       return encodeURIComponent(value == null ? "" : value);
     });
-    if (missing) element.removeAttribute("href");
-    else element.setAttribute("href", href);
+    if (missing) element.removeAttribute(attribute);
+    else element.setAttribute(attribute, url);
   }
 
+  const BINDERS = {
+    bind: (element, item, root) => render(element, lookup(item, element.dataset.bind), root),
+    href: (element, item) => fillPattern(element, "href", element.dataset.href, item),
+    action: (element, item) => fillPattern(element, "action", element.dataset.action, item),
+    show: (element, item) => {
+      const value = lookup(item, element.dataset.show);
+      element.hidden = value == null || value === false || value === "";
+    },
+  };
+
   function bindWithin(scope, item, root, skipLists) {
-    scope.querySelectorAll("[data-bind]").forEach((element) => {
-      if (skipLists && element.closest("[data-list]")) return;
-      render(element, lookup(item, element.dataset.bind), root);
-    });
-    scope.querySelectorAll("[data-href]").forEach((element) => {
-      if (skipLists && element.closest("[data-list]")) return;
-      fillHref(element, item);
+    Object.entries(BINDERS).forEach(([name, bind]) => {
+      scope.querySelectorAll("[data-" + name + "]").forEach((element) => {
+        if (skipLists && element.closest("[data-list]")) return;
+        bind(element, item, root);
+      });
     });
   }
 

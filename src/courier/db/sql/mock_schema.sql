@@ -113,40 +113,10 @@ LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[],
 
 -- == Messages ========================================================================
 
-CREATE FUNCTION courier_send_v1(
-    p_sender_id bigint, p_queue_ids bigint[], p_body text, p_receiver_id bigint,
-    p_priority integer, p_context bigint, p_max_body_bytes integer,
-    OUT message_ids bigint[], OUT exec_ns bigint)
-LANGUAGE sql AS $$
-    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
-           0::bigint
-$$;
-
 CREATE FUNCTION courier_pick_v1(
     p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_lock boolean)
 RETURNS bigint
 LANGUAGE sql AS $$ SELECT 1::bigint $$;
-
-CREATE FUNCTION courier_read_v1(
-    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
-    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
-    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
-    OUT created_at timestamptz, OUT body text, OUT exec_ns bigint)
-LANGUAGE sql AS $$
-    SELECT 0::smallint, 1::bigint, coalesce(p_queue_id, 1), coalesce(p_sender_id, p_reader_id),
-           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
-           'courier mock message', 0::bigint
-$$;
-
-CREATE FUNCTION courier_pop_response_v1(
-    p_reader_id bigint, p_queue_id bigint, p_context bigint,
-    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
-    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
-    OUT created_at timestamptz, OUT body text, OUT exec_ns bigint)
-LANGUAGE sql AS $$
-    SELECT 0::smallint, 1::bigint, p_queue_id, p_reader_id, p_reader_id, p_context,
-           5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message', 0::bigint
-$$;
 
 CREATE FUNCTION courier_delete_message_v1(
     p_message_id bigint, OUT queue_id bigint, OUT exec_ns bigint)
@@ -157,10 +127,120 @@ CREATE FUNCTION courier_queues_for_me_v1(
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
 
+CREATE FUNCTION courier_take_one_v1(p_reader_id bigint, p_queue_id bigint, p_order text)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 1::bigint $$;
+
+-- == Messages, delivery and dead letters (migration 0004) ============================
+
+-- Stand-in for the real table's row type, which two helpers take.
+CREATE TYPE courier_messages AS (id bigint);
+
+CREATE FUNCTION courier_send_v2(
+    p_sender_id bigint, p_queue_ids bigint[], p_body bytea, p_receiver_id bigint,
+    p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+$$;
+
+CREATE FUNCTION courier_read_v2(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer, p_instance_id bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 0::smallint, 1::bigint, coalesce(p_queue_id, 1), coalesce(p_sender_id, p_reader_id),
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea,
+           CASE WHEN p_lease_ms > 0 THEN 1 ELSE 0 END,
+           CASE WHEN p_lease_ms > 0 THEN 1::bigint END, NULL::bigint, NULL::text, 0::bigint
+$$;
+
+CREATE FUNCTION courier_pop_response_v2(
+    p_reader_id bigint, p_queue_id bigint, p_context bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 0::smallint, 1::bigint, p_queue_id, p_reader_id, p_reader_id, p_context,
+           5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea, 0, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
+$$;
+
+CREATE FUNCTION courier_settle_v1(p_id bigint, p_delay_ms integer, p_failure text)
+RETURNS text
+LANGUAGE sql AS $$ SELECT 'visible' $$;
+
+CREATE FUNCTION courier_lease_v1(
+    p_message courier_messages, p_lease_ms integer, p_holder_id bigint, p_instance_id bigint,
+    OUT delivery_id bigint, OUT deliveries integer)
+LANGUAGE sql AS $$ SELECT 1::bigint, 1 $$;
+
+CREATE FUNCTION courier_expire_v1(p_message courier_messages)
+RETURNS text
+LANGUAGE sql AS $$ SELECT 'dropped' $$;
+
+CREATE FUNCTION courier_held_delivery_v1(p_holder_id bigint, p_delivery_id bigint)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 1::bigint $$;
+
+CREATE FUNCTION courier_ack_v1(p_holder_id bigint, p_delivery_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_nack_v1(
+    p_holder_id bigint, p_delivery_id bigint, p_delay_ms integer, p_reason text,
+    OUT outcome text, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 'visible', 0::bigint $$;
+
+CREATE FUNCTION courier_extend_v1(
+    p_holder_id bigint, p_delivery_id bigint, p_lease_ms integer, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_unlease_v1(p_holder_id bigint, p_delivery_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_restore_v1(
+    p_id bigint, p_queue_id bigint, p_sender_id bigint, p_receiver_id bigint,
+    p_context bigint, p_priority integer, p_created_at timestamptz, p_body bytea,
+    p_deliveries integer, p_dead_from bigint, p_failure text, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_release_leases_v1(
+    p_holder_id bigint, p_instance_id bigint, p_reason text,
+    OUT released integer, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0, 0::bigint $$;
+
+CREATE FUNCTION courier_release_instance_leases_v1(p_instance_ids bigint[])
+RETURNS integer
+LANGUAGE sql AS $$ SELECT 0 $$;
+
+CREATE FUNCTION courier_sweep_v1(
+    p_limit integer, p_dedup_window_ms integer,
+    OUT returned integer, OUT expired integer, OUT next_due timestamptz, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0, 0, NULL::timestamptz, 0::bigint $$;
+
+CREATE FUNCTION courier_configure_queue_v1(
+    p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
+    p_dead_letter_expired boolean,
+    OUT queue_id bigint, OUT max_deliveries integer, OUT dead_letter_queue_id bigint,
+    OUT dead_letter_expired boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_queue_id, p_max_deliveries, p_dead_letter_queue_id,
+           coalesce(p_dead_letter_expired, false), 0::bigint
+$$;
+
+CREATE FUNCTION courier_redrive_v1(
+    p_queue_id bigint, p_message_ids bigint[], OUT moved integer, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0, 0::bigint $$;
+
 -- == Batched data path ==============================================================
 
-CREATE FUNCTION courier_send_batch_v1(
-    p_senders bigint[], p_bodies text[], p_receivers bigint[], p_priorities integer[],
+CREATE FUNCTION courier_send_batch_v2(
+    p_senders bigint[], p_bodies bytea[], p_receivers bigint[], p_priorities integer[],
     p_contexts bigint[], p_copy_requests integer[], p_copy_queues bigint[],
     p_max_body_bytes integer)
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[],
@@ -173,23 +253,20 @@ LANGUAGE sql AS $$
     FROM generate_subscripts(p_senders, 1) r(n)
 $$;
 
-CREATE FUNCTION courier_take_one_v1(p_reader_id bigint, p_queue_id bigint, p_order text)
-RETURNS bigint
-LANGUAGE sql AS $$ SELECT 1::bigint $$;
-
-CREATE FUNCTION courier_pop_batch_v1(p_queue_id bigint, p_order text, p_readers bigint[])
+CREATE FUNCTION courier_pop_batch_v2(p_queue_id bigint, p_order text, p_readers bigint[])
 RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
                sender_id bigint, receiver_id bigint, context bigint, priority smallint,
-               created_at timestamptz, body text, exec_ns bigint)
+               created_at timestamptz, body bytea, deliveries integer, delivery_id bigint,
+               dead_from bigint, failure text, exec_ns bigint)
 LANGUAGE sql AS $$
     SELECT r.n::integer, 0::smallint, NULL::text, 1::bigint, p_queue_id, p_readers[r.n],
-           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
-           'courier mock message', 0::bigint
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea,
+           0, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
     FROM generate_subscripts(p_readers, 1) r(n)
 $$;
 
-CREATE FUNCTION courier_exchange_v1(
-    p_send_requests integer[], p_senders bigint[], p_bodies text[], p_receivers bigint[],
+CREATE FUNCTION courier_exchange_v2(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
     p_max_body_bytes integer,
     p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
@@ -197,23 +274,25 @@ CREATE FUNCTION courier_exchange_v1(
     p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
-               priority smallint, created_at timestamptz, body text, exec_ns bigint)
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
 LANGUAGE sql AS $$
     SELECT p_send_requests[s.request], 0::smallint, NULL::text, s.message_ids, NULL::bigint,
            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
-           NULL::timestamptz, NULL::text, 0::bigint
-    FROM courier_send_batch_v1(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+           NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+           NULL::text, 0::bigint
+    FROM courier_send_batch_v2(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
                                p_copy_sends, p_copy_queues, p_max_body_bytes) s
     UNION ALL
     SELECT p_pop_requests[r.n], 0::smallint, NULL::text, NULL::bigint[], 1::bigint,
            p_pop_queues[r.n], p_pop_readers[r.n], NULL::bigint, NULL::bigint, 5::smallint,
-           timestamptz '2024-01-01 00:00:00+00', 'courier mock message', 0::bigint
+           timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea, 0, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
     FROM generate_subscripts(p_pop_requests, 1) r(n)
     UNION ALL
     SELECT p_read_requests[r.n], 0::smallint, NULL::text, NULL::bigint[], 1::bigint,
            coalesce(p_read_queues[r.n], 1), coalesce(p_read_senders[r.n], p_read_readers[r.n]),
-           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
-           'courier mock message', 0::bigint
+           NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea,
+           0, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
     FROM generate_subscripts(p_read_requests, 1) r(n)
 $$;
 

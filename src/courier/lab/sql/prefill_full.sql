@@ -21,7 +21,7 @@ WITH senders AS (
            CASE WHEN (n.i / n.queues) % 2 = 1 AND n.receivers > 0
                 THEN ($5::bigint[])[1 + (n.i / (2 * n.queues)) % n.receivers] END,
            1 + (n.i / 3) % 10,
-           repeat('d', $3::integer)
+           convert_to(repeat('d', $3::integer), 'UTF8')
     FROM numbered n, sender_ids s
     RETURNING 1
 )

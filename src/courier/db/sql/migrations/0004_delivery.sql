@@ -1,0 +1,972 @@
+-- Migration 0004: acknowledged delivery, dead letters, delays, expiry, dedup, binary
+-- bodies (docs/architecture.md, "Delivery guarantees").
+-- The whole current schema, documented, is schema.sql.
+
+-- Bodies are bytes end to end: any byte, NUL included, is stored exactly.
+DROP VIEW courier_console_messages_v1;
+DROP FUNCTION courier_exchange_v1(integer[], bigint[], text[], bigint[], integer[], bigint[],
+    integer[], bigint[], integer, integer[], bigint[], text[], bigint[], integer[], bigint[],
+    bigint[], bigint[], text[], boolean[]);
+DROP FUNCTION courier_send_batch_v1(bigint[], text[], bigint[], integer[], bigint[], integer[],
+    bigint[], integer);
+DROP FUNCTION courier_pop_batch_v1(bigint, text, bigint[]);
+DROP FUNCTION courier_read_v1(bigint, bigint, bigint, text, boolean);
+DROP FUNCTION courier_pop_response_v1(bigint, bigint, bigint);
+DROP FUNCTION courier_send_v1(bigint, bigint[], text, bigint, integer, bigint, integer);
+
+ALTER TABLE courier_messages ALTER COLUMN body TYPE bytea USING convert_to(body, 'UTF8');
+
+-- Delivery state travels with the message: how often it was leased, when it expires,
+-- and, for a dead letter, the queue it failed in and the last reason given.
+ALTER TABLE courier_messages
+    ADD COLUMN deliveries integer NOT NULL DEFAULT 0,
+    ADD COLUMN expires_at timestamptz,
+    ADD COLUMN dead_from  bigint,
+    ADD COLUMN failure    text;
+
+CREATE INDEX courier_messages_expiry ON courier_messages (expires_at)
+    WHERE expires_at IS NOT NULL;
+
+-- What a queue does with messages that fail: after max_deliveries leases a message
+-- moves to the dead-letter queue (dropped without one); with dead_letter_expired an
+-- expired message moves there too instead of being dropped.
+ALTER TABLE courier_queues
+    ADD COLUMN max_deliveries      integer CHECK (max_deliveries > 0),
+    ADD COLUMN dead_letter_queue_id bigint REFERENCES courier_queues (id) ON DELETE SET NULL,
+    ADD COLUMN dead_letter_expired boolean NOT NULL DEFAULT false;
+
+-- Messages stored but not visible: leased (delivery_id set) or delayed. A pop never
+-- looks here, so the hot table and its walks stay as they were; a message comes back
+-- to courier_messages, with its id and time, when it becomes visible again.
+CREATE TABLE courier_held_messages (
+    id          bigint      PRIMARY KEY,
+    queue_id    bigint      NOT NULL REFERENCES courier_queues (id) ON DELETE CASCADE,
+    sender_id   bigint      NOT NULL REFERENCES courier_clients (id),
+    receiver_id bigint,
+    context     bigint,
+    priority    smallint    NOT NULL,
+    created_at  timestamptz NOT NULL,
+    body        bytea       NOT NULL,
+    deliveries  integer     NOT NULL,
+    expires_at  timestamptz,
+    dead_from   bigint,
+    failure     text,
+    -- When the message is due back (the lease's end, or the delay's).
+    visible_at  timestamptz NOT NULL,
+    -- The lease: its id, the client holding it and the middleware it came through.
+    delivery_id bigint      UNIQUE,
+    holder_id   bigint,
+    instance_id bigint
+) WITH (
+    autovacuum_vacuum_scale_factor = 0,
+    autovacuum_vacuum_threshold = 2000,
+    autovacuum_vacuum_insert_scale_factor = 0,
+    autovacuum_vacuum_insert_threshold = 2000,
+    autovacuum_vacuum_cost_delay = 0
+);
+
+CREATE INDEX courier_held_messages_due ON courier_held_messages (visible_at);
+CREATE INDEX courier_held_messages_queue ON courier_held_messages (queue_id);
+CREATE INDEX courier_held_messages_holder ON courier_held_messages (holder_id, instance_id)
+    WHERE delivery_id IS NOT NULL;
+CREATE INDEX courier_held_messages_instance ON courier_held_messages (instance_id)
+    WHERE instance_id IS NOT NULL;
+
+CREATE SEQUENCE courier_delivery_ids;
+
+-- Sends with a dedup id, per sender, for the dedup window: a retry answers with the
+-- ids stored the first time.
+CREATE TABLE courier_dedup (
+    sender_id   bigint      NOT NULL,
+    dedup_id    text        NOT NULL,
+    message_ids bigint[]    NOT NULL,
+    stored_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (sender_id, dedup_id)
+);
+
+CREATE INDEX courier_dedup_age ON courier_dedup (stored_at);
+
+-- == Moving messages between states ==================================================
+
+-- A held message (locked by the caller) leaves the held table: back to its queue,
+-- held again after p_delay_ms, or, when it expired or ran out of deliveries, to the
+-- dead-letter queue or gone. p_failure, when given, is remembered as the reason.
+-- Returns what happened: 'visible', 'delayed', 'dead', 'dropped'.
+CREATE FUNCTION courier_settle_v1(p_id bigint, p_delay_ms integer, p_failure text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_held courier_held_messages%ROWTYPE;
+    v_queue courier_queues%ROWTYPE;
+    v_expired boolean;
+BEGIN
+    SELECT * INTO v_held FROM courier_held_messages h WHERE h.id = p_id;
+    IF NOT FOUND THEN
+        RETURN NULL;
+    END IF;
+    SELECT * INTO v_queue FROM courier_queues q WHERE q.id = v_held.queue_id;
+    v_expired := coalesce(v_held.expires_at <= clock_timestamp(), false);
+    IF v_expired OR (v_held.deliveries >= v_queue.max_deliveries
+                     AND v_held.delivery_id IS NOT NULL) THEN
+        DELETE FROM courier_held_messages h WHERE h.id = p_id;
+        IF v_queue.dead_letter_queue_id IS NULL OR (v_expired AND NOT v_queue.dead_letter_expired)
+        THEN
+            RETURN 'dropped';
+        END IF;
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+             deliveries, dead_from, failure)
+        OVERRIDING SYSTEM VALUE
+        VALUES (v_held.id, v_queue.dead_letter_queue_id, v_held.sender_id, v_held.receiver_id,
+                v_held.context, v_held.priority, v_held.created_at, v_held.body,
+                v_held.deliveries, v_held.queue_id,
+                CASE WHEN v_expired THEN 'expired'
+                     ELSE coalesce(p_failure, v_held.failure) END);
+        RETURN 'dead';
+    END IF;
+    IF coalesce(p_delay_ms, 0) > 0 THEN
+        UPDATE courier_held_messages h
+        SET visible_at = clock_timestamp() + make_interval(secs => p_delay_ms / 1000.0),
+            delivery_id = NULL, holder_id = NULL, instance_id = NULL,
+            failure = coalesce(p_failure, h.failure)
+        WHERE h.id = p_id;
+        RETURN 'delayed';
+    END IF;
+    DELETE FROM courier_held_messages h WHERE h.id = p_id;
+    INSERT INTO courier_messages
+        (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, expires_at, dead_from, failure)
+    OVERRIDING SYSTEM VALUE
+    VALUES (v_held.id, v_held.queue_id, v_held.sender_id, v_held.receiver_id, v_held.context,
+            v_held.priority, v_held.created_at, v_held.body, v_held.deliveries,
+            v_held.expires_at, v_held.dead_from, coalesce(p_failure, v_held.failure));
+    RETURN 'visible';
+END;
+$$;
+
+-- A message just taken from courier_messages (deleted by the caller) becomes a
+-- delivery leased to p_holder_id through p_instance_id for p_lease_ms.
+CREATE FUNCTION courier_lease_v1(
+    p_message courier_messages, p_lease_ms integer, p_holder_id bigint, p_instance_id bigint,
+    OUT delivery_id bigint, OUT deliveries integer)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    INSERT INTO courier_held_messages
+        (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, expires_at, dead_from, failure, visible_at, delivery_id, holder_id,
+         instance_id)
+    VALUES ((p_message).id, (p_message).queue_id, (p_message).sender_id,
+            (p_message).receiver_id, (p_message).context, (p_message).priority,
+            (p_message).created_at, (p_message).body, (p_message).deliveries + 1,
+            (p_message).expires_at, (p_message).dead_from, (p_message).failure,
+            clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0),
+            nextval('courier_delivery_ids'), p_holder_id, p_instance_id)
+    RETURNING courier_held_messages.delivery_id, courier_held_messages.deliveries
+    INTO delivery_id, deliveries;
+END;
+$$;
+
+-- A message nobody took before its ttl: gone, or a dead letter when its queue says so.
+CREATE FUNCTION courier_expire_v1(p_message courier_messages)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_queue courier_queues%ROWTYPE;
+BEGIN
+    DELETE FROM courier_messages m WHERE m.id = (p_message).id;
+    SELECT * INTO v_queue FROM courier_queues q WHERE q.id = (p_message).queue_id;
+    IF v_queue.dead_letter_queue_id IS NULL OR NOT v_queue.dead_letter_expired THEN
+        RETURN 'dropped';
+    END IF;
+    INSERT INTO courier_messages
+        (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, dead_from, failure)
+    OVERRIDING SYSTEM VALUE
+    VALUES ((p_message).id, v_queue.dead_letter_queue_id, (p_message).sender_id,
+            (p_message).receiver_id, (p_message).context, (p_message).priority,
+            (p_message).created_at, (p_message).body, (p_message).deliveries,
+            (p_message).queue_id, 'expired');
+    RETURN 'dead';
+END;
+$$;
+
+-- == Messages ========================================================================
+
+-- One independent copy per queue, atomically: all queues exist or nothing is stored.
+-- The body limit is a parameter so the configured limit holds inside the database.
+-- With p_delay_ms the copies stay invisible that long; with p_ttl_ms they expire if
+-- nobody took them in time. With p_dedup_id, a send of the same sender and dedup id
+-- within p_dedup_window_ms stores nothing and answers with the first send's ids.
+CREATE FUNCTION courier_send_v2(
+    p_sender_id bigint, p_queue_ids bigint[], p_body bytea, p_receiver_id bigint,
+    p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_mode text;
+    v_size integer := octet_length(p_body);
+    v_found bigint;
+    v_now timestamptz := clock_timestamp();
+BEGIN
+    IF p_body IS NULL OR p_max_body_bytes IS NULL THEN
+        PERFORM courier_fail_v1(10, 'a message needs a body and a size limit');
+    END IF;
+    IF v_size > p_max_body_bytes THEN
+        PERFORM courier_fail_v1(12,
+            format('message body is %s bytes; the limit is %s', v_size, p_max_body_bytes),
+            json_build_object('size', v_size, 'limit', p_max_body_bytes)::text);
+    END IF;
+    IF p_priority IS NULL OR p_priority NOT BETWEEN 1 AND 10 THEN
+        PERFORM courier_fail_v1(11, format('priority %s is not from 1 to 10', p_priority));
+    END IF;
+    IF p_receiver_id IS NOT NULL AND p_receiver_id <= 0 THEN
+        PERFORM courier_fail_v1(10, 'a receiver is a positive client id');
+    END IF;
+    IF coalesce(cardinality(p_queue_ids), 0) = 0 THEN
+        PERFORM courier_fail_v1(10, 'a message needs at least one queue');
+    END IF;
+    IF cardinality(p_queue_ids) <> (SELECT count(DISTINCT q) FROM unnest(p_queue_ids) q) THEN
+        PERFORM courier_fail_v1(10, 'a queue is listed twice');
+    END IF;
+    IF p_delay_ms < 0 THEN
+        PERFORM courier_fail_v1(10, format('delay %s ms is negative', p_delay_ms));
+    END IF;
+    IF p_ttl_ms <= 0 THEN
+        PERFORM courier_fail_v1(10, format('ttl %s ms is not positive', p_ttl_ms));
+    END IF;
+    IF p_dedup_id IS NOT NULL AND length(p_dedup_id) NOT BETWEEN 1 AND 255 THEN
+        PERFORM courier_fail_v1(10, 'a dedup id must be 1 to 255 characters');
+    END IF;
+    SELECT c.mode INTO v_mode FROM courier_clients c WHERE c.id = p_sender_id;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(6, format('no client %s', p_sender_id));
+    ELSIF v_mode <> 'read_write' THEN
+        PERFORM courier_fail_v1(13, format('client %s is read-only', p_sender_id));
+    END IF;
+    IF p_dedup_id IS NOT NULL THEN
+        -- A concurrent send with the same key waits here for this one to commit.
+        INSERT INTO courier_dedup AS d (sender_id, dedup_id, message_ids, stored_at)
+        VALUES (p_sender_id, p_dedup_id, '{}', v_now)
+        ON CONFLICT (sender_id, dedup_id) DO UPDATE SET message_ids = '{}', stored_at = v_now
+        WHERE d.stored_at < v_now - make_interval(secs => coalesce(p_dedup_window_ms, 0) / 1000.0);
+        IF NOT FOUND THEN
+            SELECT d.message_ids INTO message_ids FROM courier_dedup d
+            WHERE d.sender_id = p_sender_id AND d.dedup_id = p_dedup_id;
+            exec_ns := courier_elapsed_ns_v1(v_started);
+            RETURN;
+        END IF;
+    END IF;
+    -- Key-share locks keep the queues from being deleted before the insert.
+    SELECT count(*) INTO v_found FROM (
+        SELECT 1 FROM courier_queues q WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE
+    ) locked;
+    IF v_found <> cardinality(p_queue_ids) THEN
+        PERFORM courier_fail_v1(1, format('queue %s does not exist', (
+            SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
+            WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
+    END IF;
+    SELECT array_agg(nextval('courier_messages_id_seq') ORDER BY w.ord) INTO message_ids
+    FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord);
+    IF coalesce(p_delay_ms, 0) > 0 THEN
+        INSERT INTO courier_held_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+             deliveries, expires_at, visible_at)
+        SELECT message_ids[w.ord], w.queue_id, p_sender_id, p_receiver_id, p_context,
+               p_priority, v_now, p_body, 0,
+               v_now + make_interval(secs => p_ttl_ms / 1000.0),
+               v_now + make_interval(secs => p_delay_ms / 1000.0)
+        FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord);
+    ELSE
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+             expires_at)
+        OVERRIDING SYSTEM VALUE
+        SELECT message_ids[w.ord], w.queue_id, p_sender_id, p_receiver_id, p_context,
+               p_priority, v_now, p_body, v_now + make_interval(secs => p_ttl_ms / 1000.0)
+        FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord)
+        ORDER BY w.ord;
+    END IF;
+    IF p_dedup_id IS NOT NULL THEN
+        UPDATE courier_dedup d SET message_ids = courier_send_v2.message_ids
+        WHERE d.sender_id = p_sender_id AND d.dedup_id = p_dedup_id;
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Peek or pop one visible message: a pop by queue alone takes its row in one
+-- skip-locked walk (courier_take_one_v1), other reads pick it (courier_pick_v1).
+-- status is 0 with the message, 5 (QUEUE_EMPTY) when a queue was given and holds
+-- nothing visible, 4 (NO_MESSAGE) for a sender-only read that found none.
+--
+-- A pop with p_lease_ms > 0 leases the message instead of deleting it: it stays
+-- stored, invisible, until acknowledged, released, or the lease runs out, and the
+-- answer carries its delivery id and count.
+--
+-- A peek picks its message without a lock, so a concurrent pop may delete it before
+-- the peek fetches it; the peek then picks again (each statement sees the latest
+-- commits). Every lost race means another reader took a message, so a peek loses
+-- more than 100 times in a row only to a flood of pops; it then fails (INTERNAL)
+-- rather than answer with an empty row.
+CREATE FUNCTION courier_read_v2(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer, p_instance_id bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_id bigint;
+    v_taken courier_messages%ROWTYPE;
+BEGIN
+    IF p_queue_id IS NULL AND p_sender_id IS NULL THEN
+        PERFORM courier_fail_v1(10, 'a read needs a queue or a sender');
+    END IF;
+    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
+        PERFORM courier_fail_v1(10, 'order must be time or priority');
+    END IF;
+    IF p_lease_ms < 0 OR (p_lease_ms > 0 AND NOT p_pop) THEN
+        PERFORM courier_fail_v1(10, 'a lease is a positive time, and only a pop takes one');
+    END IF;
+    FOR v_attempt IN 1..100 LOOP
+        IF p_pop AND p_sender_id IS NULL THEN
+            v_id := courier_take_one_v1(p_reader_id, p_queue_id, p_order);
+        ELSE
+            v_id := courier_pick_v1(
+                p_reader_id, p_queue_id, p_sender_id, p_order, coalesce(p_pop, false));
+        END IF;
+        IF v_id IS NULL THEN
+            IF p_queue_id IS NULL THEN
+                status := 4;
+            ELSIF EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = p_queue_id) THEN
+                status := 5;
+            ELSE
+                PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+            END IF;
+            EXIT;
+        ELSIF p_pop THEN
+            DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
+            IF NOT FOUND THEN  -- cannot happen while the pick holds the row lock
+                PERFORM courier_fail_v1(16, format('message %s vanished while popped', v_id));
+            END IF;
+        ELSE
+            SELECT m.* INTO v_taken FROM courier_messages m WHERE m.id = v_id;
+            CONTINUE WHEN NOT FOUND;  -- a pop took the picked message: pick again
+        END IF;
+        status := 0;
+        id := v_taken.id; queue_id := v_taken.queue_id; sender_id := v_taken.sender_id;
+        receiver_id := v_taken.receiver_id; context := v_taken.context;
+        priority := v_taken.priority; created_at := v_taken.created_at; body := v_taken.body;
+        deliveries := v_taken.deliveries; dead_from := v_taken.dead_from;
+        failure := v_taken.failure;
+        IF p_lease_ms > 0 THEN
+            SELECT l.delivery_id, l.deliveries INTO delivery_id, deliveries
+            FROM courier_lease_v1(v_taken, p_lease_ms, p_reader_id, p_instance_id) l;
+        END IF;
+        EXIT;
+    END LOOP;
+    IF status IS NULL THEN  -- every peek lost its race
+        PERFORM courier_fail_v1(16, 'a peek lost 100 races in a row to concurrent pops');
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Pop the oldest message in the queue addressed to the reader with this context.
+-- status is 0 with the message or 4 (NO_MESSAGE).
+CREATE FUNCTION courier_pop_response_v2(
+    p_reader_id bigint, p_queue_id bigint, p_context bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    DELETE FROM courier_messages m WHERE m.id = (
+        SELECT r.id FROM courier_messages r
+        WHERE r.queue_id = p_queue_id AND r.receiver_id = p_reader_id AND r.context = p_context
+        ORDER BY r.created_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED)
+    RETURNING 0, m.id, m.queue_id, m.sender_id, m.receiver_id, m.context, m.priority,
+              m.created_at, m.body, m.deliveries, m.dead_from, m.failure
+    INTO status, id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, dead_from, failure;
+    IF NOT FOUND THEN
+        IF NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = p_queue_id) THEN
+            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+        END IF;
+        status := 4;
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Leases ==========================================================================
+-- A delivery is acknowledged, released or extended only by the client it was leased
+-- to; LEASE_EXPIRED (CQ017) when it is no longer held: its lease ran out (it may be
+-- with another reader now), or it was acknowledged or released already.
+
+CREATE FUNCTION courier_held_delivery_v1(p_holder_id bigint, p_delivery_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_id bigint;
+BEGIN
+    SELECT h.id INTO v_id FROM courier_held_messages h
+    WHERE h.delivery_id = p_delivery_id AND h.holder_id = p_holder_id
+    FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(17, format(
+            'delivery %s is not held: its lease ran out, or it was acknowledged or released',
+            p_delivery_id));
+    END IF;
+    RETURN v_id;
+END;
+$$;
+
+CREATE FUNCTION courier_ack_v1(p_holder_id bigint, p_delivery_id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_id bigint := courier_held_delivery_v1(p_holder_id, p_delivery_id);
+BEGIN
+    DELETE FROM courier_held_messages h WHERE h.id = v_id;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Gives the message back: visible again after p_delay_ms, or a dead letter once it
+-- has had its queue's max_deliveries.
+CREATE FUNCTION courier_nack_v1(
+    p_holder_id bigint, p_delivery_id bigint, p_delay_ms integer, p_reason text,
+    OUT outcome text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    IF p_delay_ms IS NULL OR p_delay_ms < 0 THEN
+        PERFORM courier_fail_v1(10, format('delay %s ms is negative', p_delay_ms));
+    END IF;
+    outcome := courier_settle_v1(
+        courier_held_delivery_v1(p_holder_id, p_delivery_id), p_delay_ms, p_reason);
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+CREATE FUNCTION courier_extend_v1(
+    p_holder_id bigint, p_delivery_id bigint, p_lease_ms integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_id bigint;
+BEGIN
+    IF p_lease_ms IS NULL OR p_lease_ms <= 0 THEN
+        PERFORM courier_fail_v1(10, format('lease %s ms is not positive', p_lease_ms));
+    END IF;
+    v_id := courier_held_delivery_v1(p_holder_id, p_delivery_id);
+    UPDATE courier_held_messages h
+    SET visible_at = clock_timestamp() + make_interval(secs => p_lease_ms / 1000.0)
+    WHERE h.id = v_id;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- A receiver that gave up gets nothing: the message its pop took goes back as it was.
+-- A leased one leaves the held table with its delivery uncounted; a plain pop's
+-- (already deleted) is stored again with its id and time, if its queue still exists.
+CREATE FUNCTION courier_unlease_v1(p_holder_id bigint, p_delivery_id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_id bigint;
+BEGIN
+    SELECT h.id INTO v_id FROM courier_held_messages h
+    WHERE h.delivery_id = p_delivery_id AND h.holder_id = p_holder_id FOR UPDATE;
+    IF FOUND THEN
+        UPDATE courier_held_messages h SET deliveries = h.deliveries - 1 WHERE h.id = v_id;
+        PERFORM courier_settle_v1(v_id, 0, NULL);
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+CREATE FUNCTION courier_restore_v1(
+    p_id bigint, p_queue_id bigint, p_sender_id bigint, p_receiver_id bigint,
+    p_context bigint, p_priority integer, p_created_at timestamptz, p_body bytea,
+    p_deliveries integer, p_dead_from bigint, p_failure text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    INSERT INTO courier_messages
+        (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, dead_from, failure)
+    OVERRIDING SYSTEM VALUE
+    SELECT p_id, q.id, p_sender_id, p_receiver_id, p_context, p_priority, p_created_at,
+           p_body, p_deliveries, p_dead_from, p_failure
+    FROM courier_queues q WHERE q.id = p_queue_id FOR KEY SHARE
+    ON CONFLICT (id) DO NOTHING;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Releases every lease p_holder_id holds through p_instance_id (its session ended).
+CREATE FUNCTION courier_release_leases_v1(
+    p_holder_id bigint, p_instance_id bigint, p_reason text,
+    OUT released integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    SELECT count(courier_settle_v1(h.id, 0, p_reason)) INTO released
+    FROM (SELECT h.id FROM courier_held_messages h
+          WHERE h.holder_id = p_holder_id AND h.instance_id = p_instance_id
+            AND h.delivery_id IS NOT NULL
+          ORDER BY h.id FOR UPDATE) h;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Releases every lease held through the given (stopped or dead) instances.
+CREATE FUNCTION courier_release_instance_leases_v1(p_instance_ids bigint[])
+RETURNS integer
+LANGUAGE sql AS $$
+    SELECT count(courier_settle_v1(h.id, 0, 'the middleware holding the lease stopped'))::integer
+    FROM (SELECT h.id FROM courier_held_messages h
+          WHERE h.instance_id = ANY (p_instance_ids) ORDER BY h.id FOR UPDATE) h
+$$;
+
+-- Everything due, up to p_limit rows of each kind: held messages whose lease or delay
+-- ended come back (or become dead letters), messages past their ttl expire, and dedup
+-- entries older than the window are forgotten. next_due says when to sweep again.
+-- Rows another sweeper holds are skipped, so any number of middleware may sweep.
+CREATE FUNCTION courier_sweep_v1(
+    p_limit integer, p_dedup_window_ms integer,
+    OUT returned integer, OUT expired integer, OUT next_due timestamptz, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    SELECT count(courier_settle_v1(h.id, 0,
+                 CASE WHEN h.delivery_id IS NOT NULL THEN 'lease expired' END))
+    INTO returned
+    FROM (SELECT h.id, h.delivery_id FROM courier_held_messages h
+          WHERE h.visible_at <= v_started
+          ORDER BY h.visible_at LIMIT p_limit FOR UPDATE SKIP LOCKED) h;
+    SELECT count(courier_expire_v1(m)) INTO expired
+    FROM (SELECT m.* FROM courier_messages m
+          WHERE m.expires_at <= v_started
+          ORDER BY m.expires_at LIMIT p_limit FOR UPDATE SKIP LOCKED) m;
+    DELETE FROM courier_dedup d
+    WHERE d.stored_at < v_started - make_interval(secs => p_dedup_window_ms / 1000.0);
+    next_due := least(
+        (SELECT min(h.visible_at) FROM courier_held_messages h),
+        (SELECT min(m.expires_at) FROM courier_messages m WHERE m.expires_at IS NOT NULL));
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Dead letters ====================================================================
+
+CREATE FUNCTION courier_configure_queue_v1(
+    p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
+    p_dead_letter_expired boolean,
+    OUT queue_id bigint, OUT max_deliveries integer, OUT dead_letter_queue_id bigint,
+    OUT dead_letter_expired boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    IF p_max_deliveries <= 0 THEN
+        PERFORM courier_fail_v1(10, 'max_deliveries must be positive');
+    END IF;
+    IF p_dead_letter_queue_id = p_queue_id THEN
+        PERFORM courier_fail_v1(10, 'a queue cannot be its own dead-letter queue');
+    END IF;
+    IF p_dead_letter_queue_id IS NOT NULL
+       AND NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_dead_letter_queue_id) THEN
+        PERFORM courier_fail_v1(1, format('queue %s does not exist', p_dead_letter_queue_id));
+    END IF;
+    UPDATE courier_queues q
+    SET max_deliveries = p_max_deliveries, dead_letter_queue_id = p_dead_letter_queue_id,
+        dead_letter_expired = coalesce(p_dead_letter_expired, false)
+    WHERE q.id = p_queue_id
+    RETURNING q.id, q.max_deliveries, q.dead_letter_queue_id, q.dead_letter_expired
+    INTO queue_id, max_deliveries, dead_letter_queue_id, dead_letter_expired;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Moves dead letters of p_queue_id back to the queues they failed in, with a fresh
+-- delivery count: the given messages, or all of them when p_message_ids is NULL.
+-- Dead letters whose queue is gone stay.
+CREATE FUNCTION courier_redrive_v1(
+    p_queue_id bigint, p_message_ids bigint[], OUT moved integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    WITH taken AS (
+        DELETE FROM courier_messages m
+        WHERE m.id IN (
+            SELECT d.id FROM courier_messages d
+            WHERE d.queue_id = p_queue_id AND d.dead_from IS NOT NULL
+              AND (p_message_ids IS NULL OR d.id = ANY (p_message_ids))
+              AND EXISTS (SELECT FROM courier_queues q WHERE q.id = d.dead_from)
+            FOR UPDATE SKIP LOCKED)
+        RETURNING m.*
+    ), returned AS (
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+             deliveries, expires_at, failure)
+        OVERRIDING SYSTEM VALUE
+        SELECT t.id, t.dead_from, t.sender_id, t.receiver_id, t.context, t.priority,
+               t.created_at, t.body, 0, NULL, t.failure
+        FROM taken t
+        RETURNING 1
+    )
+    SELECT count(*) INTO moved FROM returned;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Queues and instances with held messages =========================================
+
+-- Deletes the queue and its messages, held ones too; with p_if_empty, refuses while
+-- messages remain, held ones included.
+CREATE OR REPLACE FUNCTION courier_delete_queue_v1(
+    p_queue_id bigint, p_if_empty boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    -- The row lock conflicts with the key-share locks of concurrent sends.
+    PERFORM 1 FROM courier_queues WHERE id = p_queue_id FOR UPDATE;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+    END IF;
+    IF p_if_empty AND (
+        EXISTS (SELECT 1 FROM courier_messages m WHERE m.queue_id = p_queue_id)
+        OR EXISTS (SELECT 1 FROM courier_held_messages h WHERE h.queue_id = p_queue_id)) THEN
+        PERFORM courier_fail_v1(3, format('queue %s is not empty', p_queue_id));
+    END IF;
+    DELETE FROM courier_queues WHERE id = p_queue_id;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Deletes instances whose heartbeat is older than p_ttl_seconds; their sessions are
+-- released by the foreign key (ON DELETE SET NULL), their leases here.
+CREATE OR REPLACE FUNCTION courier_expire_instances_v1(
+    p_ttl_seconds double precision, OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    WITH expired AS (
+        DELETE FROM courier_instances i
+        WHERE i.heartbeat_at < now() - make_interval(secs => p_ttl_seconds)
+        RETURNING i.id
+    )
+    SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}') INTO ids FROM expired e;
+    PERFORM courier_release_instance_leases_v1(ids);
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_unregister_instance_v1(
+    p_instance_id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    DELETE FROM courier_instances WHERE id = p_instance_id;
+    PERFORM courier_release_instance_leases_v1(ARRAY[p_instance_id]);
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Batched data path, with bytes ==================================================
+-- As in migration 0003, with binary bodies and delivery columns. Leased pops and sends
+-- with options go one by one through courier_read_v2 and courier_send_v2.
+
+CREATE FUNCTION courier_send_batch_v2(
+    p_senders bigint[], p_bodies bytea[], p_receivers bigint[], p_priorities integer[],
+    p_contexts bigint[], p_copy_requests integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[],
+               exec_ns bigint)
+LANGUAGE plpgsql
+-- Plan once: custom plans of these statements cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    -- Key-share locks keep the queues from being deleted before the insert.
+    PERFORM FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE;
+    RETURN QUERY
+    WITH requests AS (
+        SELECT r.n::integer AS n, r.sender, r.body, r.receiver, r.priority, r.context
+        FROM unnest(p_senders, p_bodies, p_receivers, p_priorities, p_contexts)
+             WITH ORDINALITY AS r(sender, body, receiver, priority, context, n)
+    ), copies AS (
+        SELECT c.request, c.queue_id, c.ord
+        FROM unnest(p_copy_requests, p_copy_queues) WITH ORDINALITY AS c(request, queue_id, ord)
+    ), per_request AS (
+        -- Lookups are index probes per request (not joins a generic plan might turn
+        -- into scans of whole tables).
+        SELECT c.request, count(*) AS queues, count(DISTINCT c.queue_id) AS distinct_queues,
+               min(c.queue_id) FILTER (
+                   WHERE NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = c.queue_id)
+               ) AS missing_queue
+        FROM copies c
+        GROUP BY c.request
+    ), checked AS (
+        SELECT r.*, p.missing_queue, CASE
+            WHEN r.body IS NULL OR p_max_body_bytes IS NULL THEN 1
+            WHEN octet_length(r.body) > p_max_body_bytes THEN 2
+            WHEN r.priority IS NULL OR r.priority NOT BETWEEN 1 AND 10 THEN 3
+            WHEN r.receiver <= 0 THEN 4
+            WHEN p.request IS NULL THEN 5
+            WHEN p.queues <> p.distinct_queues THEN 6
+            WHEN s.mode IS NULL THEN 7
+            WHEN s.mode <> 'read_write' THEN 8
+            WHEN p.missing_queue IS NOT NULL THEN 9
+            ELSE 0 END AS failure
+        FROM requests r
+        LEFT JOIN per_request p ON p.request = r.n
+        LEFT JOIN LATERAL (
+            SELECT c.mode FROM courier_clients c WHERE c.id = r.sender
+        ) s ON true
+    ), answered AS (
+        SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1])[k.failure], 0)::smallint
+                    AS status,
+               CASE k.failure
+                   WHEN 0 THEN NULL
+                   WHEN 1 THEN 'a message needs a body and a size limit'
+                   WHEN 2 THEN format('message body is %s bytes; the limit is %s',
+                                      octet_length(k.body), p_max_body_bytes)
+                   WHEN 3 THEN format('priority %s is not from 1 to 10', k.priority)
+                   WHEN 4 THEN 'a receiver is a positive client id'
+                   WHEN 5 THEN 'a message needs at least one queue'
+                   WHEN 6 THEN 'a queue is listed twice'
+                   WHEN 7 THEN format('no client %s', k.sender)
+                   WHEN 8 THEN format('client %s is read-only', k.sender)
+                   ELSE format('queue %s does not exist', k.missing_queue)
+               END AS message
+        FROM checked k
+    ), valid AS (
+        -- Ids are drawn in copy order, so a batch keeps its order in time.
+        SELECT c.ord, c.request, c.queue_id, k.sender, k.receiver, k.context, k.priority,
+               k.body, nextval('courier_messages_id_seq') AS id
+        FROM copies c JOIN answered k ON k.n = c.request AND k.status = 0
+        ORDER BY c.ord
+    ), stored AS (
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, body)
+        OVERRIDING SYSTEM VALUE
+        SELECT v.id, v.queue_id, v.sender, v.receiver, v.context, v.priority, v.body
+        FROM valid v ORDER BY v.ord
+    )
+    SELECT k.n, k.status, k.message, v.ids, courier_elapsed_ns_v1(v_started)
+    FROM answered k
+    LEFT JOIN (SELECT va.request, array_agg(va.id ORDER BY va.ord) AS ids
+               FROM valid va GROUP BY va.request) v ON v.request = k.n
+    ORDER BY k.n;
+END;
+$$;
+
+CREATE FUNCTION courier_pop_batch_v2(p_queue_id bigint, p_order text, p_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
+               sender_id bigint, receiver_id bigint, context bigint, priority smallint,
+               created_at timestamptz, body bytea, deliveries integer, delivery_id bigint,
+               dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE plpgsql
+-- Plan once: custom plans of these statements cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_with_own bigint[];   -- readers holding messages of their own here
+    v_shared integer[];    -- requests served by the shared walk, in order
+    v_next integer := 1;   -- the next of them to answer
+    v_id bigint;
+    v_row record;
+BEGIN
+    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
+        RETURN QUERY SELECT r.n::integer, 10::smallint, 'order must be time or priority',
+            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+            NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+            NULL::bigint, NULL::text, 0::bigint
+        FROM generate_subscripts(p_readers, 1) r(n);
+        RETURN;
+    END IF;
+    IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
+        RETURN QUERY SELECT r.n::integer, 1::smallint,
+            format('queue %s does not exist', p_queue_id),
+            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+            NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+            NULL::bigint, NULL::text, 0::bigint
+        FROM generate_subscripts(p_readers, 1) r(n);
+        RETURN;
+    END IF;
+    SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
+    WHERE EXISTS (SELECT FROM courier_messages m
+                  WHERE m.queue_id = p_queue_id AND m.audience = r.reader);
+    SELECT array_agg(r.n ORDER BY r.n) INTO v_shared
+    FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
+    WHERE NOT r.reader = ANY (coalesce(v_with_own, '{}'));
+
+    status := 0;
+    message := NULL;
+    FOR v_row IN
+        WITH picked AS (
+            SELECT m.id FROM courier_messages m
+            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'time'
+            ORDER BY m.created_at, m.id LIMIT coalesce(cardinality(v_shared), 0)
+            FOR UPDATE SKIP LOCKED
+        ), picked_by_priority AS (
+            SELECT m.id FROM courier_messages m
+            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'priority'
+            ORDER BY m.priority DESC, m.created_at, m.id
+            LIMIT coalesce(cardinality(v_shared), 0)
+            FOR UPDATE SKIP LOCKED
+        ), taken AS (
+            DELETE FROM courier_messages m
+            WHERE m.id IN (SELECT p.id FROM picked p UNION ALL SELECT p.id FROM picked_by_priority p)
+            RETURNING m.*
+        )
+        SELECT * FROM taken t
+        ORDER BY CASE WHEN p_order = 'priority' THEN -t.priority ELSE 0 END, t.created_at, t.id
+    LOOP
+        request := v_shared[v_next];
+        v_next := v_next + 1;
+        id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
+        receiver_id := v_row.receiver_id; context := v_row.context;
+        priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
+        deliveries := v_row.deliveries; dead_from := v_row.dead_from; failure := v_row.failure;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+
+    FOR v_row IN SELECT r.reader, r.n::integer AS n
+                 FROM unnest(p_readers) WITH ORDINALITY r(reader, n) ORDER BY r.n LOOP
+        IF v_row.n = ANY (coalesce(v_shared, '{}')) THEN
+            CONTINUE;
+        END IF;
+        v_id := courier_take_one_v1(v_row.reader, p_queue_id, p_order);
+        IF v_id IS NOT NULL THEN
+            DELETE FROM courier_messages m WHERE m.id = v_id
+            RETURNING v_row.n, 0, NULL, m.id, m.queue_id, m.sender_id, m.receiver_id,
+                      m.context, m.priority, m.created_at, m.body, m.deliveries, m.dead_from,
+                      m.failure
+            INTO request, status, message, id, queue_id, sender_id, receiver_id, context,
+                 priority, created_at, body, deliveries, dead_from, failure;
+            exec_ns := courier_elapsed_ns_v1(v_started);
+            RETURN NEXT;
+        ELSE
+            v_shared := v_shared || v_row.n;  -- answered empty below
+        END IF;
+    END LOOP;
+
+    status := 5;
+    message := NULL;
+    id := NULL; queue_id := NULL; sender_id := NULL; receiver_id := NULL; context := NULL;
+    priority := NULL; created_at := NULL; body := NULL; deliveries := NULL;
+    dead_from := NULL; failure := NULL;
+    FOR v_i IN v_next..coalesce(cardinality(v_shared), 0) LOOP
+        request := v_shared[v_i];
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+CREATE FUNCTION courier_exchange_v2(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_pops integer := coalesce(cardinality(p_pop_requests), 0);
+    v_first integer := 1;  -- where the current group of pops starts
+BEGIN
+    IF cardinality(p_send_requests) > 0 THEN
+        RETURN QUERY
+        SELECT p_send_requests[s.request], s.status, s.message, s.message_ids, NULL::bigint,
+               NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+               NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+               NULL::text, s.exec_ns
+        FROM courier_send_batch_v2(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+                                   p_copy_sends, p_copy_queues, p_max_body_bytes) s;
+    END IF;
+    FOR v_last IN 1..v_pops LOOP
+        CONTINUE WHEN v_last < v_pops AND p_pop_queues[v_last + 1] = p_pop_queues[v_last]
+                      AND p_pop_orders[v_last + 1] = p_pop_orders[v_last];
+        RETURN QUERY
+        SELECT p_pop_requests[v_first - 1 + p.request], p.status, p.message, NULL::bigint[],
+               p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+               p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+               p.exec_ns
+        FROM courier_pop_batch_v2(p_pop_queues[v_last], p_pop_orders[v_last],
+                                  p_pop_readers[v_first:v_last]) p;
+        v_first := v_last + 1;
+    END LOOP;
+    FOR v_i IN 1..coalesce(cardinality(p_read_requests), 0) LOOP
+        RETURN QUERY
+        SELECT p_read_requests[v_i], r.status, NULL::text, NULL::bigint[], r.id, r.queue_id,
+               r.sender_id, r.receiver_id, r.context, r.priority, r.created_at, r.body,
+               r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
+        FROM courier_read_v2(p_read_readers[v_i], p_read_queues[v_i], p_read_senders[v_i],
+                             p_read_orders[v_i], p_read_pops[v_i], 0, NULL) r;
+    END LOOP;
+END;
+$$;
+
+-- == Console =========================================================================
+
+-- Messages with the names of their queue, sender and receiver (NULL when the
+-- receiver is not a registered client), and a dead letter's history.
+CREATE VIEW courier_console_messages_v1 AS
+SELECT m.id,
+       m.queue_id AS queue,
+       q.name AS queue_name,
+       m.sender_id AS sender,
+       s.name AS sender_name,
+       m.receiver_id AS receiver,
+       r.name AS receiver_name,
+       m.context,
+       m.priority::integer AS priority,
+       m.created_at,
+       m.body,
+       m.deliveries,
+       m.dead_from,
+       d.name AS dead_from_name,
+       m.failure
+FROM courier_messages m
+JOIN courier_queues q ON q.id = m.queue_id
+LEFT JOIN courier_clients s ON s.id = m.sender_id
+LEFT JOIN courier_clients r ON r.id = m.receiver_id
+LEFT JOIN courier_queues d ON d.id = m.dead_from;
