@@ -28,3 +28,11 @@ POPS_BATCH = 16
 
 SERVE = config.ServerSettings()
 """What `courier serve` uses unless told otherwise (pool size, clients per instance)."""
+
+CHAOS_MESSAGES = 1_000_000
+CHAOS_PRODUCERS = 8
+CHAOS_CONSUMERS = 8
+CHAOS_MIDDLEWARES = 3
+CHAOS_KILL_INTERVAL_S = 10.0
+CHAOS_LEASE_S = 5.0
+CHAOS_PROCESS_S = 0.0

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from courier.bench import churn, database, flat, pops, results, standard
+from courier.bench import chaos, chaos_ledger, churn, database, flat, pops, results, standard
 
 PLOT_SUFFIXES = (".png", ".svg")
 PIPED_WIDTH = 120
@@ -277,3 +277,66 @@ def pops_table(settings: pops.Settings, found: pops.PopsResult) -> Table:
             "yes" if level.exactly_once else "NO",
         )  # fmt: skip
     return table
+
+
+# -- chaos -------------------------------------------------------------------------------
+
+
+def chaos_table(settings: chaos.Settings, found: chaos.ChaosResult) -> Table:
+    """What the chaos run did and what became of every message."""
+    table = Table(
+        title=f"chaos: {settings.producers} producers, {settings.consumers} consumers,"
+        f" {settings.middlewares} middleware, a kill every {settings.kill_interval_s:g} s",
+        title_justify="left",
+    )
+    table.add_column("", justify="left")
+    table.add_column("", justify="right")
+    table.show_header = False
+    for section in _chaos_sections(found):
+        for index, (label, value) in enumerate(section):
+            table.add_row(label, value, end_section=index == len(section) - 1)
+    return table
+
+
+def _chaos_sections(found: chaos.ChaosResult) -> list[list[tuple[str, str]]]:
+    a = found.accounts
+    messages = [
+        ("messages sent / confirmed", f"{a.sends_confirmed + a.sends_unconfirmed:,}"
+                                      f" / {a.sends_confirmed:,}"),
+        ("sends retried (same dedup id)", f"{a.retried_sends:,}"),
+        ("acked", f"{a.acked:,}"),
+        ("acked, reply lost (ack's fate unknown, gone from the queue)", f"{a.acked_reply_lost:,}"),
+        ("lost", f"{a.lost:,}"),
+        ("duplicate acks", f"{a.duplicate_acks:,}"),
+        ("left in the database (messages, held)",
+         f"{found.leftovers['messages']:,}, {found.leftovers['held']:,}"),
+    ]  # fmt: skip
+    deliveries = [
+        ("deliveries received", f"{a.deliveries:,}"),
+        ("redeliveries", f"{a.redelivered:,}"),
+        *((f"  {reason}", f"{count:,}") for reason, count in sorted(a.redeliveries.items())),
+        ("acks answered LeaseExpired", f"{a.lease_expired_acks:,}"),
+        ("leases granted, reply never received", f"{a.unseen_deliveries:,}"),
+    ]
+    chaos_rows = [
+        ("middleware kills", f"{len(found.kills)}"),
+        ("PostgreSQL restarts", f"{len(found.restarts)}"),
+        ("failovers", _spread(found.failover)),
+        ("back after the PostgreSQL restart",
+         _spread(chaos_ledger.spread(found.outages.database))),
+        ("throughput: confirmed sends/s, acked/s",
+         f"{_per_s(a.sends_confirmed, found.producing_s)},"
+         f" {_per_s(a.acked, found.total_s)}"),
+    ]  # fmt: skip
+    return [messages, deliveries, chaos_rows]
+
+
+def _spread(spread: dict[str, float] | None) -> str:
+    if spread is None:
+        return "-"
+    return (f"{spread['count']:,.0f}: p50 {spread['p50_s']:.3f} s, p99 {spread['p99_s']:.3f} s,"
+            f" max {spread['max_s']:.3f} s")  # fmt: skip
+
+
+def _per_s(count: int, seconds: float) -> str:
+    return f"{count / seconds:,.0f}" if seconds > 0 else "-"

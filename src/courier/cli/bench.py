@@ -6,6 +6,7 @@
     courier bench churn                   # 10 minutes of send + pop, minute by minute
     courier bench flat --background 0,100000 --samples 500
     courier bench pops --poppers 1,4,16,64 --batched
+    courier bench chaos --messages 100000  # kill -9 middleware, restart PostgreSQL; lose nothing
 
 Every option is also an environment variable (COURIER_BENCH_PEERS_CLIENTS, ...;
 the RabbitMQ URL also as COURIER_BENCH_RABBITMQ). docs/performance.md explains
@@ -348,6 +349,108 @@ def pops(
     _print_lines(stdout, found.verdict())
     if json_path is not None:
         _write_json(json_path, found.as_json(settings))
+
+
+@bench.command()
+@click.option(
+    "--messages", default=defaults.CHAOS_MESSAGES, show_default=True, help="Messages to send."
+)
+@click.option(
+    "--producers", default=defaults.CHAOS_PRODUCERS, show_default=True, help="Sending clients."
+)
+@click.option(
+    "--consumers",
+    default=defaults.CHAOS_CONSUMERS,
+    show_default=True,
+    help="Clients receiving with a lease and acking.",
+)
+@click.option(
+    "--middlewares",
+    default=defaults.CHAOS_MIDDLEWARES,
+    show_default=True,
+    help="Middleware processes.",
+)
+@click.option(
+    "--kill-interval",
+    default=defaults.CHAOS_KILL_INTERVAL_S,
+    show_default=True,
+    help="Seconds between kills of a random middleware.",
+)
+@click.option(
+    "--lease", default=defaults.CHAOS_LEASE_S, show_default=True, help="Seconds of a lease."
+)
+@click.option(
+    "--process-time",
+    default=defaults.CHAOS_PROCESS_S,
+    show_default=True,
+    help="Seconds a consumer spends on a message before acking it.",
+)
+@click.option(
+    "--processes", default=defaults.PROCESSES, show_default=True, help="Client processes."
+)
+@click.option(
+    "--pool-size",
+    default=defaults.SERVE.pool.max_size,
+    show_default=True,
+    help="Database connections per middleware.",
+)
+@click.option(
+    "--restart-database/--no-restart-database",
+    default=True,
+    show_default=True,
+    help="Restart PostgreSQL once, half-way.",
+)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep the middleware logs here (default: a temporary directory).",
+)
+@json_option
+def chaos(
+    messages: int,
+    producers: int,
+    consumers: int,
+    middlewares: int,
+    kill_interval: float,
+    lease: float,
+    process_time: float,
+    processes: int,
+    pool_size: int,
+    restart_database: bool,
+    log_dir: Path | None,
+    json_path: Path | None,
+) -> None:
+    """Kill -9 middleware and restart PostgreSQL under load: every message acked exactly once."""
+    from courier.bench import chaos as abuse
+    from courier.bench import output
+
+    _check_positive(messages=messages, producers=producers, consumers=consumers,
+                    middlewares=middlewares, kill_interval=kill_interval, lease=lease,
+                    processes=processes, pool_size=pool_size)  # fmt: skip
+    if process_time < 0:
+        raise click.BadParameter("must not be negative", param_hint="--process-time")
+    settings = abuse.Settings(
+        messages=messages, producers=producers, consumers=consumers, middlewares=middlewares,
+        kill_interval_s=kill_interval, lease_s=lease, process_s=process_time,
+        processes=processes, pool_size=pool_size, restart_database=restart_database,
+        log_dir=log_dir,
+    )  # fmt: skip
+    with output.ProgressReporter(stderr) as reporter:
+        found = _interruptible(lambda: abuse.run(settings, reporter))
+    stdout = output.stdout()
+    stdout.print(output.chaos_table(settings, found))
+    _print_lines(stdout, found.verdict())
+    if found.accounts.errors:
+        errors_seen = ", ".join(
+            f"{name} {count:,}" for name, count in found.accounts.errors.items()
+        )
+        stdout.print(f"failed calls (retried or skipped): {errors_seen}; the last:"
+                     f" {found.accounts.last_error}", markup=False, highlight=False)  # fmt: skip
+    if json_path is not None:
+        _write_json(json_path, found.as_json(settings))
+    if not found.passed:
+        raise SystemExit(1)
 
 
 def _interruptible(work: Callable[[], Awaitable[T]]) -> T:
