@@ -60,6 +60,12 @@ def local_dsn(data_dir: Path) -> str | None:
     help="Largest message body accepted.",
 )
 @click.option(
+    "--dedup-window",
+    default=DEFAULTS.limits.dedup_window,
+    show_default=True,
+    help="Seconds a send's dedup id is remembered: a retry within it stores nothing.",
+)
+@click.option(
     "--heartbeat-interval", default=DEFAULTS.heartbeat_interval, show_default=True, help="Seconds."
 )
 @click.option(
@@ -90,6 +96,7 @@ def serve(
     max_clients: int,
     pool_size: int,
     max_body_bytes: int,
+    dedup_window: float,
     heartbeat_interval: float,
     instance_ttl: float,
     mock: bool,
@@ -110,7 +117,7 @@ def serve(
         port=port,
         max_clients=max_clients,
         pool=config.PoolSettings(min_size=min(2, pool_size), max_size=pool_size),
-        limits=config.Limits(max_body_bytes=max_body_bytes),
+        limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,
         mock=mock,

@@ -161,6 +161,12 @@ class Repository:
         row = await self._call("courier_expire_instances_v1($1)", ttl_seconds, timing=timing)
         return list(row["ids"])
 
+    async def reap_instances(self, instance_id: int, *, timing: Timing | None = None) -> list[int]:
+        """Delete the other instances that are gone (their liveness lock is free),
+        releasing their sessions and leases; their ids."""
+        row = await self._call("courier_reap_instances_v1($1)", instance_id, timing=timing)
+        return list(row["ids"])
+
     async def unregister_instance(self, instance_id: int, *, timing: Timing | None = None) -> None:
         """Graceful stop: releases the instance's sessions and removes it."""
         await self._call("courier_unregister_instance_v1($1)", instance_id, timing=timing)

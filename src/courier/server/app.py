@@ -89,6 +89,8 @@ class Server:
             store, self.address, settings.heartbeat_interval, settings.instance_ttl
         )
         self._registry.on_reregistered = self._reclaim_sessions
+        if self._notifier is not None:
+            self._registry.on_registered = self._notifier.hold_liveness_lock
         return await self._registry.register()
 
     async def _reclaim_sessions(self, old_instance_id: int, new_instance_id: int) -> None:

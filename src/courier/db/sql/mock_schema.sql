@@ -87,6 +87,14 @@ CREATE FUNCTION courier_expire_instances_v1(
     p_ttl_seconds double precision, OUT ids bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
 
+CREATE FUNCTION courier_instance_dead_v1(p_instance_id bigint)
+RETURNS boolean
+LANGUAGE sql AS $$ SELECT false $$;
+
+CREATE FUNCTION courier_reap_instances_v1(
+    p_instance_id bigint, OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
+
 CREATE FUNCTION courier_unregister_instance_v1(p_instance_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
