@@ -4,23 +4,14 @@ later command; binary bodies from files; queue settings."""
 from __future__ import annotations
 
 import base64
-import json
-import subprocess
 from pathlib import Path
 from typing import Any
+
+from cli_results import as_json, ok
 
 from helpers.names import Unique
 
 Courier = Any  # conftest.CourierCLI
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, (result.stdout, result.stderr)
-    return result
-
-
-def as_json(result: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(ok(result).stdout)
 
 
 def test_receive_with_a_lease_then_ack_in_another_command(courier: Courier, unique: Unique) -> None:
