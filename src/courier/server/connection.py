@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
 MAX_IN_FLIGHT = 512
 """Requests one connection may have running at once; beyond it, reading pauses."""
+DISPATCH_BURST = 32
+"""Requests one connection starts before the others get a turn of the event loop: a
+client pipelining thousands of requests must not make everyone wait behind them."""
 WRITE_HIGH_WATER = 256 * 1024
 """Reply bytes waiting for a peer beyond which reading pauses until it takes them."""
 WRITE_LOW_WATER = 64 * 1024
@@ -126,7 +129,7 @@ class Connection:
             except exceptions.FramingError as exc:
                 self._write(protocol.encode(0, frames.ErrorReply(exc.status, exc.message)))
                 return
-            for raw in raws:
+            for index, raw in enumerate(raws, 1):
                 if raw.is_response:
                     self._reject_reply_frame(raw)
                     return
@@ -134,6 +137,8 @@ class Connection:
                 if behind and not await self._caught_up():
                     return
                 await self._dispatch(raw, arrived_ns, wall_ns)
+                if index % DISPATCH_BURST == 0:
+                    await asyncio.sleep(0)  # the other connections' turn
             self._watch_partial_frame(completed=bool(raws))
 
     async def _read(self) -> bytes:
