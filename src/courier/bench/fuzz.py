@@ -4,7 +4,7 @@ The run starts a fresh durable embedded PostgreSQL and its own middleware (with
 ``--frame-timeout``, short so that stalls resolve quickly), or fuzzes the servers
 of ``--servers``. It then
 
-1. opens one well-behaved client per server (``fuzzclients.GoodClient``), which
+1. opens one well-behaved client per server (``fuzzgood.GoodClient``), which
    registers, logs in and creates a queue of its own, and registers the fuzzers'
    targets: a few clients and queues the valid frames name;
 2. runs ``connections`` fuzzing connections at once, round-robin over the servers,
@@ -40,7 +40,7 @@ import numpy
 import psutil
 
 from courier import config, errors
-from courier.bench import database, defaults, fuzzclients, fuzzframes, progress, results
+from courier.bench import database, defaults, fuzzclients, fuzzframes, fuzzgood, progress, results
 from courier.client import AsyncClient
 from courier.lab import processes
 
@@ -55,7 +55,6 @@ TARGET_CLIENTS = 4
 TARGET_QUEUES = 8
 ABSENT_ID = 2**40 + 7
 """An id no client or queue has: frames that name it get NOT_FOUND."""
-MIB = 1024 * 1024
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
@@ -159,7 +158,7 @@ class FuzzResult:
     settings: Settings
     duration_s: float
     tally: fuzzclients.Tally
-    goods: list[fuzzclients.GoodReport]
+    goods: list[fuzzgood.GoodReport]
     servers: list[ServerResult]
     versions: dict[str, str]
 
@@ -237,14 +236,14 @@ def stall_summary(seconds: Sequence[float]) -> dict[str, float] | None:
     return {"min": min(seconds), "median": statistics.median(seconds), "max": max(seconds)}
 
 
-def good_latency(good: fuzzclients.GoodReport) -> tuple[results.Latency | None, float | None]:
+def good_latency(good: fuzzgood.GoodReport) -> tuple[results.Latency | None, float | None]:
     """Percentiles and the maximum (ms) of a good client's sends and receives."""
     latencies = numpy.array(good.latencies_ns, dtype=numpy.int64)
     top = float(latencies.max()) / results.NS_PER_MS if latencies.size else None
     return results.percentiles(latencies), top
 
 
-def good_json(good: fuzzclients.GoodReport) -> dict[str, Any]:
+def good_json(good: fuzzgood.GoodReport) -> dict[str, Any]:
     latency, top = good_latency(good)
     document = dataclasses.asdict(good)
     del document["latencies_ns"]
@@ -318,7 +317,7 @@ async def fuzz_servers(
     phases: progress.Phases,
 ) -> FuzzResult:
     phases.phase("setting up the clients", None, "")
-    goods = [fuzzclients.GoodClient(s.address, f"{prefix}-good{i}") for i, s in enumerate(servers)]
+    goods = [fuzzgood.GoodClient(s.address, f"{prefix}-good{i}") for i, s in enumerate(servers)]
     for good in goods:
         await good.open()
     plan = await fuzz_plan(settings, servers[0].address, goods, prefix)
@@ -344,7 +343,7 @@ async def fuzz_servers(
 
 
 async def fuzz_plan(
-    settings: Settings, address: str, goods: Sequence[fuzzclients.GoodClient], prefix: str
+    settings: Settings, address: str, goods: Sequence[fuzzgood.GoodClient], prefix: str
 ) -> fuzzclients.Plan:
     """The frames the fuzzers make, aimed at targets of their own, away from the goods."""
     targets = await register_targets(address, prefix)

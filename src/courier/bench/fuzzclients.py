@@ -19,8 +19,8 @@ their ids. Checking each frame on its own is enough: up to its last frame a
 connection's stream is in step (the server cuts it where the bench does), and an
 ending frame is the last, its bytes checked wherever the server may cut them.
 Anything else a mutation might aim at a good client (a SEND into its queue) cannot
-take its messages, which are addressed to itself; ``GoodClient`` counts such
-strangers apart instead of calling them losses.
+take its messages, which are addressed to itself; ``fuzzgood.GoodClient`` counts
+such strangers apart instead of calling them losses.
 """
 
 from __future__ import annotations
@@ -29,13 +29,11 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 from courier import errors, models, protocol
 from courier.bench import fuzzframes
-from courier.client import AsyncClient
 from courier.protocol import frames
 
 ANONYMOUS = "anonymous"
@@ -61,8 +59,6 @@ CLOSING_PING_ID = 0xFFFF_FFFF
 REGISTER_ID = fuzzframes.CONTROL_IDS + 1
 LOGIN_ID = fuzzframes.CONTROL_IDS + 2
 STATUS_NAMES = {int(status): status.name for status in errors.Status}
-
-T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -389,105 +385,3 @@ async def fuzz_slot(slot: int, address: tuple[str, int], plan: Plan) -> None:
     role = role_of(slot)
     while plan.tally.budget > 0:
         await fuzz_connection(address, role, plan)
-
-
-# -- the well-behaved client -------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class GoodReport:
-    server: str
-    sends: int = 0
-    receives: int = 0
-    errors: int = 0
-    last_error: str = ""
-    lost: int = 0
-    duplicates: int = 0
-    foreign: int = 0  # messages in its queue it did not send (a fuzzed SEND)
-    late: int = 0  # receives that timed out (the message came later, or never)
-    latencies_ns: list[int] = field(default_factory=list)
-
-    @property
-    def operations(self) -> int:
-        return self.sends + self.receives
-
-
-class GoodClient:
-    """Sends numbered messages to itself through one server and receives each back."""
-
-    RECEIVE_TIMEOUT_S = 10.0
-
-    def __init__(self, address: str, name: str) -> None:
-        self.report = GoodReport(address)
-        self._name = name
-        self._client = AsyncClient(address, request_timeout=60.0, failover_timeout=5.0)
-        self._client_id = 0
-        self._queue_id = 0
-        self._number = 0
-        self._outstanding: set[int] = set()
-        self._received: set[int] = set()
-
-    @property
-    def ids(self) -> tuple[int, int]:
-        """(client id, queue id), which the fuzzers must never name."""
-        return self._client_id, self._queue_id
-
-    async def open(self) -> None:
-        await self._client.open()
-        await self._client.register(self._name)
-        self._client_id = (await self._client.login(name=self._name)).id
-        self._queue_id = (await self._client.create_queue(self._name)).id
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            await self._cycle()
-
-    async def _cycle(self) -> None:
-        self._number += 1
-        body = f"{self._name} {self._number}"
-        try:
-            await self._timed(self._client.send(self._queue_id, body, receiver=self._client_id))
-            self.report.sends += 1
-            self._outstanding.add(self._number)
-            message = await self._timed(
-                self._client.receive(self._queue_id, timeout=self.RECEIVE_TIMEOUT_S)
-            )
-            self.report.receives += 1
-        except errors.CourierError as exc:
-            self.report.errors += 1
-            self.report.last_error = f"{type(exc).__name__}: {exc}"
-            await asyncio.sleep(0.1)
-            return
-        if message is None:
-            self.report.late += 1
-        else:
-            self._account(message)
-
-    async def _timed(self, call: Awaitable[T]) -> T:
-        started = time.perf_counter_ns()
-        result = await call
-        self.report.latencies_ns.append(time.perf_counter_ns() - started)
-        return result
-
-    def _account(self, message: models.Message) -> None:
-        name, _, number = message.body.rpartition(" ")
-        if name != self._name or not number.isdigit():
-            self.report.foreign += 1
-        elif int(number) in self._received:
-            self.report.duplicates += 1
-        else:
-            self._received.add(int(number))
-            self._outstanding.discard(int(number))
-
-    async def finish(self) -> GoodReport:
-        """Take what is left in the queue, count what never came back, close."""
-        try:
-            while (message := await self._client.pop(self._queue_id)) is not None:
-                self._account(message)
-        except errors.CourierError as exc:
-            self.report.errors += 1
-            self.report.last_error = f"{type(exc).__name__} at the end: {exc}"
-        self.report.lost = len(self._outstanding)
-        with contextlib.suppress(errors.CourierError):
-            await self._client.close()
-        return self.report

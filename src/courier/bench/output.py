@@ -11,7 +11,17 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from courier.bench import churn, database, flat, fuzz, fuzzclients, pops, results, standard
+from courier.bench import (
+    churn,
+    database,
+    flat,
+    fuzz,
+    fuzzclients,
+    fuzzgood,
+    pops,
+    results,
+    standard,
+)
 
 PLOT_SUFFIXES = (".png", ".svg")
 PIPED_WIDTH = 120
@@ -319,7 +329,7 @@ def _connections_caption(tally: fuzzclients.Tally) -> str:
     return "\n".join(lines)
 
 
-def _good_table(goods: Sequence[fuzzclients.GoodReport]) -> Table:
+def _good_table(goods: Sequence[fuzzgood.GoodReport]) -> Table:
     table = Table(title="well-behaved clients (send + receive)", title_justify="left")
     for column in ("server", "operations", "errors", "lost", "foreign", "late", "p50 ms",
                    "p99 ms", "max ms"):  # fmt: skip

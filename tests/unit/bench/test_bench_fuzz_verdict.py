@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from courier.bench import fuzz, fuzzclients
+from courier.bench import fuzz, fuzzclients, fuzzgood
 
 MIB = 1024 * 1024
 
@@ -22,10 +22,10 @@ def server(**changes: object) -> fuzz.ServerResult:
 
 def result(
     servers: list[fuzz.ServerResult] | None = None,
-    good: fuzzclients.GoodReport | None = None,
+    good: fuzzgood.GoodReport | None = None,
     tally: fuzzclients.Tally | None = None,
 ) -> fuzz.FuzzResult:
-    good = good or fuzzclients.GoodReport("127.0.0.1:7400", sends=10, receives=10)
+    good = good or fuzzgood.GoodReport("127.0.0.1:7400", sends=10, receives=10)
     tally = tally or fuzzclients.Tally(budget=0)
     tally.frames["mutated"] += 100
     return fuzz.FuzzResult(fuzz.Settings(), 2.0, tally, [good], servers or [server()], {})
@@ -65,13 +65,13 @@ def test_memory_within_a_quarter_and_32_mib_of_the_first_half_is_bounded() -> No
 def test_a_good_client_that_suffered_fails_the_run(
     changes: dict[str, object], failure: str
 ) -> None:
-    good = dataclasses.replace(fuzzclients.GoodReport("127.0.0.1:7400"), **changes)  # type: ignore[arg-type]
+    good = dataclasses.replace(fuzzgood.GoodReport("127.0.0.1:7400"), **changes)  # type: ignore[arg-type]
     (found,) = result(good=good).failures()
     assert failure in found
 
 
 def test_strangers_in_the_good_queue_are_reported_but_not_a_loss() -> None:
-    good = fuzzclients.GoodReport("127.0.0.1:7400", sends=5, receives=5, foreign=2)
+    good = fuzzgood.GoodReport("127.0.0.1:7400", sends=5, receives=5, foreign=2)
     found = result(good=good)
     assert found.failures() == []
     assert any("2 messages from fuzzed SENDs" in line for line in found.verdict())
