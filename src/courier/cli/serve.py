@@ -74,6 +74,14 @@ def local_dsn(data_dir: Path) -> str | None:
     show_default=True,
     help="Seconds of silence after which an instance counts as dead.",
 )
+@click.option(
+    "--frame-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.frame_timeout,
+    show_default=True,
+    help="Seconds a client may take to send a frame once it has begun (then it is"
+    " dropped), and to take its last replies when its connection closes.",
+)
 @click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
 @click.option(
     "--batching/--no-batching",
@@ -99,6 +107,7 @@ def serve(
     dedup_window: float,
     heartbeat_interval: float,
     instance_ttl: float,
+    frame_timeout: float,
     mock: bool,
     batching: bool,
     record_dir: Path | None,
@@ -120,6 +129,7 @@ def serve(
         limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,
+        frame_timeout=frame_timeout,
         mock=mock,
         batching=batching,
         record_dir=record_dir,

@@ -45,7 +45,8 @@ class Server:
         self.settings = settings
         frame_limit = max_frame_bytes(settings.limits)
         self._listener = listener.Listener(
-            connection.ConnectionSettings(frame_limit, recorder), settings.max_clients
+            connection.ConnectionSettings(frame_limit, recorder, settings.frame_timeout),
+            settings.max_clients,
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
