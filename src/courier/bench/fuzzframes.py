@@ -103,7 +103,7 @@ class Body:
 def valid_requests(targets: Targets) -> list[frames.Request]:
     """Every request type, in the variants worth mutating."""
     queues, clients = targets.queue_ids, targets.client_ids
-    bodies = ("", "hi", "é€ and 𝄞", "x" * 200, "y" * 1000)
+    bodies = (b"", b"hi", "é€ and 𝄞".encode(), b"nul\x00\xff", b"x" * 200, b"y" * 1000)
     found: list[frames.Request] = [
         frames.Ping(), frames.Logout(), frames.ListQueues(), frames.QueuesForMe(),
     ]  # fmt: skip
@@ -122,11 +122,20 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
                 frames.Receive(queue, None, order, timeout_ms=5),
             ]
         found.append(frames.AwaitResponse(queue, context=7, timeout_ms=5))
+        found += [
+            frames.Read(queue, None, models.Order.TIME, pop=True, lease_ms=1000),
+            frames.Receive(queue, None, models.Order.PRIORITY, timeout_ms=5, lease_ms=500),
+            frames.ConfigureQueue(queue, 3, None, False),
+        ]
+    found += [
+        frames.Ack(1), frames.Nack(2, 100, "fuzz"), frames.Extend(3, 1000), frames.Cancel(1),
+    ]  # fmt: skip
     found += [frames.Read(None, None, models.Order.TIME, pop=False)]
     for index, body in enumerate(bodies):
         chosen = queues[index % len(queues) :][:2] or queues[:1]
         for receiver, priority, context in ((None, 5, None), (clients[0], 10, -2), (None, 0, 3)):
             found.append(frames.Send(tuple(chosen), body, receiver, priority, context))
+        found.append(frames.Send(tuple(chosen), body, None, 5, None, 10, 60_000, f"fuzz-{index}"))
     return found
 
 
@@ -138,7 +147,7 @@ def valid_bodies(targets: Targets) -> list[Body]:
 
 def big_send(targets: Targets) -> Body:
     """A SEND whose body is over the default limit: PAYLOAD_TOO_LARGE, not a dropped stream."""
-    request = frames.Send(targets.queue_ids[:1], "z" * BIG_BODY_CHARS, None, 5, None)
+    request = frames.Send(targets.queue_ids[:1], b"z" * BIG_BODY_CHARS, None, 5, None)
     return Body(Opcode.SEND, codec.encode(0, request)[constants.HEADER_SIZE :])
 
 

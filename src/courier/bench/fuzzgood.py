@@ -98,7 +98,7 @@ class GoodClient:
         return result
 
     def _account(self, message: models.Message) -> None:
-        name, _, number = message.body.rpartition(" ")
+        name, _, number = message.body.decode(errors="replace").rpartition(" ")
         if name != self._name or not number.isdigit():
             self.report.foreign += 1
         elif int(number) in self._received:

@@ -36,7 +36,14 @@ VALID_REQUESTS: list[frames.Request] = [
     frames.DeleteQueue(FUZZ_QUEUE, if_empty=True),
     frames.GetQueue(queue_id=None, name="fuzz-queue"),
     frames.ListQueues(),
-    frames.Send((FUZZ_QUEUE, FUZZ_QUEUE + 1), "héllo", FUZZ_CLIENT, 5, -3),
+    frames.Send((FUZZ_QUEUE, FUZZ_QUEUE + 1), "héllo".encode(), FUZZ_CLIENT, 5, -3),
+    frames.Send((FUZZ_QUEUE,), b"\x00\xff", None, 5, None, 10, 1000, "fuzz"),
+    frames.Read(FUZZ_QUEUE, None, models.Order.TIME, pop=True, lease_ms=1000),
+    frames.Ack(1),
+    frames.Nack(1, 10, "why"),
+    frames.Extend(1, 1000),
+    frames.Cancel(1),
+    frames.ConfigureQueue(FUZZ_QUEUE, 2, FUZZ_QUEUE + 1, True),
     frames.Read(FUZZ_QUEUE, None, models.Order.PRIORITY, pop=True),
     frames.Receive(FUZZ_QUEUE, FUZZ_CLIENT, models.Order.TIME, timeout_ms=1),
     frames.AwaitResponse(FUZZ_QUEUE, context=7, timeout_ms=1),
@@ -94,7 +101,7 @@ class GoodClient:
 
     def round_trip(self) -> None:
         self.sent += 1
-        body = f"good {self.sent}"
+        body = f"good {self.sent}".encode()
         self.client.send(self.queue, body, receiver=self.me)
         found = []
         while (message := self.client.pop(self.queue)) is not None:

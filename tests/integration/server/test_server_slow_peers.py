@@ -74,7 +74,7 @@ class RawPeer:
         await self.call(frames.Login(client_id=registered.client.id, name=None))
         queue = await self.call(frames.CreateQueue(f"{name}-queue"))
         assert isinstance(queue, frames.QueueReply)
-        await self.call(frames.Send((queue.queue.id,), "x" * BODY_BYTES, None, 5, None))
+        await self.call(frames.Send((queue.queue.id,), b"x" * BODY_BYTES, None, 5, None))
         return queue.queue.id
 
     def pipeline_peeks(self, queue_id: int, count: int) -> None:
@@ -96,9 +96,9 @@ async def peers() -> AsyncIterator[list[RawPeer]]:
 async def cycle(client: WireClient, queue_id: int, body: str) -> float:
     """Send one message and pop it back; the seconds it took."""
     started = time.perf_counter()
-    await client.ok(frames.Send((queue_id,), body, None, 5, None))
+    await client.ok(frames.Send((queue_id,), body.encode(), None, 5, None))
     reply = await client.ok(frames.Read(queue_id, None, TIME, pop=True))
-    assert isinstance(reply, frames.MessageReply) and reply.message.body == body
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == body
     return time.perf_counter() - started
 
 

@@ -106,7 +106,7 @@ def test_the_guard_blocks_deleting_and_logging_in_as_the_good_clients() -> None:
     assert not guard.hits(protocol.encode(1, frames.DeleteQueue(8, if_empty=False)))
     assert not guard.hits(protocol.encode(1, frames.Login(client_id=7, name=None)))
     # Reaching the good queue otherwise is allowed: the good client counts strangers.
-    assert not guard.hits(protocol.encode(1, frames.Send((7,), "x", None, 5, None)))
+    assert not guard.hits(protocol.encode(1, frames.Send((7,), b"x", None, 5, None)))
 
 
 def test_the_tally_hands_out_its_budget_once() -> None:
