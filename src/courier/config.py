@@ -20,6 +20,7 @@ from typing import Any
 DEFAULT_PORT = 7400
 DEFAULT_CONSOLE_PORT = 8080
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
+DEFAULT_FRAME_TIMEOUT = 10.0
 CONFIG_FILE_NAME = "courier.toml"
 
 
@@ -59,6 +60,7 @@ class ServerSettings:
     limits: Limits = field(default_factory=Limits)
     heartbeat_interval: float = 2.0
     instance_ttl: float = 10.0
+    frame_timeout: float = DEFAULT_FRAME_TIMEOUT  # seconds to send a frame once it has begun
     mock: bool = False
     batching: bool = True  # coalesce concurrent sends and reads into batched calls
     record_dir: Path | None = None

@@ -114,3 +114,32 @@ class TestPrecedence:
         monkeypatch.chdir(tmp_path)
         result = CliRunner().invoke(main.cli, ["db", "url"], env={"COURIER_DATA_DIR": ""})
         assert str(tmp_path / "xdg" / "courier" / "pg") in result.output
+
+
+class TestFrameTimeout:
+    """`courier serve --frame-timeout`, also COURIER_SERVE_FRAME_TIMEOUT, reaches the settings."""
+
+    def served_settings(
+        self, monkeypatch: pytest.MonkeyPatch, args: list[str], env: dict[str, str]
+    ) -> config.ServerSettings:
+        from courier.cli import serve
+
+        served: list[config.ServerSettings] = []
+        monkeypatch.setattr(serve, "run", served.append)
+        result = CliRunner().invoke(main.cli, ["serve", "--mock", *args], env=env)
+        assert result.exit_code == 0, result.output
+        return served[0]
+
+    def test_default(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        settings = self.served_settings(monkeypatch, [], {"COURIER_SERVE_FRAME_TIMEOUT": ""})
+        assert settings.frame_timeout == config.DEFAULT_FRAME_TIMEOUT == 10.0
+
+    def test_flag_beats_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        env = {"COURIER_SERVE_FRAME_TIMEOUT": "3"}
+        assert self.served_settings(monkeypatch, [], env).frame_timeout == 3.0
+        flagged = self.served_settings(monkeypatch, ["--frame-timeout", "0.25"], env)
+        assert flagged.frame_timeout == 0.25
+
+    def test_must_be_positive(self) -> None:
+        result = CliRunner().invoke(main.cli, ["serve", "--mock", "--frame-timeout", "0"])
+        assert result.exit_code == 2 and "--frame-timeout" in result.output

@@ -25,6 +25,9 @@ FLAT_SAMPLES = 2000
 POPS_MESSAGES = 50_000
 POPS_POPPERS = (1, 4, 16, 64)
 POPS_BATCH = 16
+FUZZ_FRAMES = 1_000_000
+FUZZ_CONNECTIONS = 32
+FUZZ_FRAME_TIMEOUT_S = 2.0
 
 SERVE = config.ServerSettings()
 """What `courier serve` uses unless told otherwise (pool size, clients per instance)."""

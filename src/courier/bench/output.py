@@ -11,7 +11,19 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from courier.bench import chaos, chaos_ledger, churn, database, flat, pops, results, standard
+from courier.bench import (
+    chaos,
+    chaos_ledger,
+    churn,
+    database,
+    flat,
+    fuzz,
+    fuzzclients,
+    fuzzgood,
+    pops,
+    results,
+    standard,
+)
 
 PLOT_SUFFIXES = (".png", ".svg")
 PIPED_WIDTH = 120
@@ -277,6 +289,84 @@ def pops_table(settings: pops.Settings, found: pops.PopsResult) -> Table:
             "yes" if level.exactly_once else "NO",
         )  # fmt: skip
     return table
+
+
+# -- fuzz ----------------------------------------------------------------------------------
+
+
+def fuzz_tables(found: fuzz.FuzzResult) -> list[Table]:
+    """Frames by kind, how connections ended, replies by status, the good clients, the servers."""
+    tally = found.tally
+    return [
+        _count_table("frames sent, by kind", "kind", tally.frames),
+        _count_table("fuzzing connections, by how they ended", "ending", tally.endings,
+                     caption=_connections_caption(tally)),
+        _count_table("replies to the fuzzers, by status", "status", tally.statuses),
+        _good_table(found.goods),
+        _servers_table(found.servers),
+    ]  # fmt: skip
+
+
+def _count_table(
+    title: str, what: str, counts: dict[str, int], caption: str | None = None
+) -> Table:
+    table = Table(title=title, title_justify="left", caption=caption, caption_justify="left")
+    total = sum(counts.values())
+    for column in (what, "count", "share"):
+        table.add_column(column, justify="left" if column == what else "right")
+    for name, count in sorted(counts.items(), key=lambda item: -item[1]):
+        table.add_row(name, f"{count:,}", f"{count / total:.1%}")
+    table.add_row("all", f"{total:,}", "", end_section=True)
+    return table
+
+
+def _connections_caption(tally: fuzzclients.Tally) -> str:
+    roles = ", ".join(f"{count:,} {role}" for role, count in tally.roles.items())
+    lines = [f"opened: {sum(tally.roles.values()):,} ({roles})"]
+    summary = fuzz.stall_summary(tally.stall_drops_s)
+    if summary is not None:
+        low, high, median = summary["min"], summary["max"], summary["median"]
+        lines.append(f"stalled connections were dropped {low:.2f}-{high:.2f} s after their"
+                     f" partial frame (median {median:.2f} s)")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _good_table(goods: Sequence[fuzzgood.GoodReport]) -> Table:
+    table = Table(title="well-behaved clients (send + receive)", title_justify="left")
+    for column in ("server", "operations", "errors", "lost", "foreign", "late", "p50 ms",
+                   "p99 ms", "max ms"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "server" else "right")
+    for good in goods:
+        latency, top = fuzz.good_latency(good)
+        percentiles = _percentiles(latency)
+        table.add_row(
+            good.server, f"{good.operations:,}", str(good.errors), str(good.lost),
+            str(good.foreign), str(good.late), percentiles[0], percentiles[2],
+            "-" if top is None else f"{top:.2f}",
+        )  # fmt: skip
+    return table
+
+
+def _servers_table(servers: Sequence[fuzz.ServerResult]) -> Table:
+    table = Table(title="servers after the fuzz", title_justify="left")
+    for column in ("server", "alive", "accepting", "RSS start MiB", "RSS max MiB",
+                   "RSS end MiB", "memory bounded", "errors logged"):  # fmt: skip
+        table.add_column(column, justify="left" if column == "server" else "right")
+    for server in servers:
+        table.add_row(
+            server.address, _yes(server.alive), _yes(server.accepting), _mib(server.rss_start),
+            _mib(server.rss_max), _mib(server.rss_end), _yes(server.bounded),
+            str(len(server.logged_errors)),
+        )  # fmt: skip
+    return table
+
+
+def _yes(value: bool | None) -> str:
+    return "?" if value is None else "yes" if value else "NO"
+
+
+def _mib(value: int | None) -> str:
+    return "-" if value is None else f"{value / 2**20:,.1f}"
 
 
 # -- chaos -------------------------------------------------------------------------------

@@ -6,7 +6,8 @@
     courier bench churn                   # 10 minutes of send + pop, minute by minute
     courier bench flat --background 0,100000 --samples 500
     courier bench pops --poppers 1,4,16,64 --batched
-    courier bench chaos --messages 100000  # kill -9 middleware, restart PostgreSQL; lose nothing
+    courier bench fuzz                    # 1,000,000 broken frames; exits 1 if anything breaks
+    courier bench chaos --messages 100000 # kill -9 middleware, restart PostgreSQL; lose nothing
 
 Every option is also an environment variable (COURIER_BENCH_PEERS_CLIENTS, ...;
 the RabbitMQ URL also as COURIER_BENCH_RABBITMQ). docs/performance.md explains
@@ -16,6 +17,7 @@ what is measured and how to read it.
 from __future__ import annotations
 
 import json
+import secrets
 import signal
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -26,7 +28,7 @@ import click
 import uvloop
 from rich.console import Console
 
-from courier import errors
+from courier import config, errors
 from courier.bench import defaults
 
 T = TypeVar("T")
@@ -353,6 +355,79 @@ def pops(
 
 @bench.command()
 @click.option(
+    "--frames", default=defaults.FUZZ_FRAMES, show_default=True, help="Frames to send in all."
+)
+@click.option(
+    "--connections",
+    default=defaults.FUZZ_CONNECTIONS,
+    show_default=True,
+    help="Fuzzing connections open at once; every eighth stalls mid-frame.",
+)
+@click.option("--middlewares", default=1, show_default=True, help="Middleware processes to start.")
+@click.option(
+    "--frame-timeout",
+    default=defaults.FUZZ_FRAME_TIMEOUT_S,
+    show_default=True,
+    help="The middleware's --frame-timeout: given to those started here; with --servers,"
+    " say what theirs is.",
+)
+@click.option(
+    "--servers",
+    metavar="HOST:PORT,...",
+    default=None,
+    help="Fuzz these running middleware instead of starting any.",
+)
+@click.option(
+    "--dsn",
+    default=None,
+    help="Use this PostgreSQL (migrated if needed) instead of a fresh embedded one.",
+)
+@click.option(
+    "--pool-size",
+    default=defaults.SERVE.pool.max_size,
+    show_default=True,
+    help="Database connections per middleware.",
+)
+@click.option("--seed", type=int, default=None, help="Seed of the frames, to repeat a run.")
+@json_option
+def fuzz(
+    frames: int,
+    connections: int,
+    middlewares: int,
+    frame_timeout: float,
+    servers: str | None,
+    dsn: str | None,
+    pool_size: int,
+    seed: int | None,
+    json_path: Path | None,
+) -> None:
+    """Broken frames at the middleware while well-behaved clients check that nothing is lost."""
+    from courier.bench import fuzz as fuzzing
+    from courier.bench import output
+
+    _check_positive(frames=frames, connections=connections, middlewares=middlewares,
+                    frame_timeout=frame_timeout, pool_size=pool_size)  # fmt: skip
+    if servers and dsn:
+        raise click.UsageError("--servers fuzzes running middleware: it takes no --dsn")
+    settings = fuzzing.Settings(
+        frames=frames, connections=connections, middlewares=middlewares,
+        frame_timeout_s=frame_timeout, servers=_addresses(servers), dsn=dsn,
+        pool_size=pool_size, seed=secrets.randbits(32) if seed is None else seed,
+    )  # fmt: skip
+    with output.ProgressReporter(stderr) as reporter:
+        found = _interruptible(lambda: fuzzing.run(settings, reporter))
+    stdout = output.stdout()
+    for table in output.fuzz_tables(found):
+        stdout.print(table)
+    _print_lines(stdout, found.verdict())
+    if json_path is not None:
+        _write_json(json_path, found.as_json())
+    if found.failures():
+        raise SystemExit(1)
+
+
+@bench.command()
+@click.option(
     "--messages", default=defaults.CHAOS_MESSAGES, show_default=True, help="Messages to send."
 )
 @click.option(
@@ -451,6 +526,18 @@ def chaos(
         _write_json(json_path, found.as_json(settings))
     if not found.passed:
         raise SystemExit(1)
+
+
+def _addresses(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    try:
+        parsed = config.parse_servers(text)
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r}: expected host:port,...", param_hint="--servers"
+        ) from None
+    return tuple(f"{host}:{port}" for host, port in parsed)
 
 
 def _interruptible(work: Callable[[], Awaitable[T]]) -> T:

@@ -60,6 +60,12 @@ def local_dsn(data_dir: Path) -> str | None:
     help="Largest message body accepted.",
 )
 @click.option(
+    "--dedup-window",
+    default=DEFAULTS.limits.dedup_window,
+    show_default=True,
+    help="Seconds a send's dedup id is remembered: a retry within it stores nothing.",
+)
+@click.option(
     "--heartbeat-interval", default=DEFAULTS.heartbeat_interval, show_default=True, help="Seconds."
 )
 @click.option(
@@ -67,6 +73,14 @@ def local_dsn(data_dir: Path) -> str | None:
     default=DEFAULTS.instance_ttl,
     show_default=True,
     help="Seconds of silence after which an instance counts as dead.",
+)
+@click.option(
+    "--frame-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.frame_timeout,
+    show_default=True,
+    help="Seconds a client may take to send a frame once it has begun (then it is"
+    " dropped), and to take its last replies when its connection closes.",
 )
 @click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
 @click.option(
@@ -90,8 +104,10 @@ def serve(
     max_clients: int,
     pool_size: int,
     max_body_bytes: int,
+    dedup_window: float,
     heartbeat_interval: float,
     instance_ttl: float,
+    frame_timeout: float,
     mock: bool,
     batching: bool,
     record_dir: Path | None,
@@ -110,9 +126,10 @@ def serve(
         port=port,
         max_clients=max_clients,
         pool=config.PoolSettings(min_size=min(2, pool_size), max_size=pool_size),
-        limits=config.Limits(max_body_bytes=max_body_bytes),
+        limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,
+        frame_timeout=frame_timeout,
         mock=mock,
         batching=batching,
         record_dir=record_dir,

@@ -3,9 +3,9 @@
 Servers are tried in the order given. When the connection drops, the calls waiting
 on it fail with ``errors.ConnectionLost`` (their fate is unknown) and the next call
 reconnects, starting with the server after the lost one, and logs in again as the
-same client. Until the survivors expire a killed server, the database still holds
-that server's session for the client and the new login answers CLIENT_ONLINE, so
-failover keeps retrying for up to ``failover_timeout`` seconds.
+same client. A login on a survivor takes over the session of a middleware process
+that died; one cut off but alive still holds it (CLIENT_ONLINE) until the survivors
+expire it, so failover keeps retrying for up to ``failover_timeout`` seconds.
 
 Request ids come from one counter per session, so (client id, request id) stays
 unique across reconnects (the ids wrap after 2**32 - 1 calls).

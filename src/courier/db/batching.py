@@ -5,9 +5,10 @@ wait, and the next free call takes all of them (up to a cap) as one batch. An id
 system therefore adds no latency and needs no timers, and a busy one makes fewer,
 larger calls, each with one round trip and one commit.
 
-``BatchedRepository`` is the repository with sends and reads (pops and peeks) going
-through one batcher; every other operation is one call as before. Handlers cannot tell
-the difference: each request still gets its own answer or its own typed error.
+``BatchedRepository`` is the repository with sends, reads (pops, leased or not, and
+peeks) and acks going through one batcher; every other operation is one call as
+before. Handlers cannot tell the difference: each request still gets its own answer
+or its own typed error.
 """
 
 from __future__ import annotations
@@ -193,13 +194,12 @@ class BatchedRepository(repository.Repository):
         lease: repository.Lease | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
-        if lease is not None:  # a leased pop takes a call of its own
-            return await super().read(
-                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
-                lease=lease, timing=timing,
-            )  # fmt: skip
         request: repository.Operation
-        if pop and queue_id is not None and sender_id is None:
+        if lease is not None:
+            request = repository.ReadRequest(
+                reader_id, queue_id, sender_id, order, pop, lease.ms, lease.instance_id
+            )
+        elif pop and queue_id is not None and sender_id is None:
             request = repository.PopRequest(reader_id, queue_id, order)
         elif queue_id is None and sender_id is None:
             raise errors.BadRequest("a read needs a queue or a sender")
@@ -207,6 +207,9 @@ class BatchedRepository(repository.Repository):
             request = repository.ReadRequest(reader_id, queue_id, sender_id, order, pop)
         message: models.Message = await self._batcher.submit(request, timing)
         return message
+
+    async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:
+        await self._batcher.submit(repository.AckRequest(holder_id, delivery_id), timing)
 
     async def _run_batch(
         self, operations: list[repository.Operation]
@@ -229,14 +232,23 @@ class BatchedRepository(repository.Repository):
                     operation.reader_id, queue_id=operation.queue_id, order=operation.order,
                     pop=True, timing=timing,
                 )  # fmt: skip
+            elif isinstance(operation, repository.AckRequest):
+                await super().ack(operation.holder_id, operation.delivery_id, timing=timing)
+                answer = None
             else:
                 answer = await super().read(
                     operation.reader_id, queue_id=operation.queue_id,
                     sender_id=operation.sender_id, order=operation.order, pop=operation.pop,
-                    timing=timing,
+                    lease=_lease(operation), timing=timing,
                 )  # fmt: skip
         except errors.CourierError as exc:
             if isinstance(exc, errors.Unavailable):
                 raise
             answer = exc
         return repository.BatchOutcome([answer], timing.exec_ns)
+
+
+def _lease(read: repository.ReadRequest) -> repository.Lease | None:
+    if not read.lease_ms or read.instance_id is None:
+        return None
+    return repository.Lease(read.lease_ms, read.instance_id)

@@ -1,9 +1,15 @@
-"""The one LISTEN connection per instance that turns database NOTIFYs into wake-ups.
+"""The one LISTEN connection per instance that turns database NOTIFYs into wake-ups,
+and shows the instance is alive.
 
 It is a dedicated asyncpg connection, outside the pool, subscribed to ``CHANNEL``,
 on which the database announces every stored message (schema.sql). Each payload goes
 to ``on_payload``. If the connection drops, a background task reconnects with capped
 backoff and then calls ``on_restored``, because notifications sent meanwhile were lost.
+
+The same connection holds the instance's liveness lock (``hold_liveness_lock``): a
+session-level advisory lock that the database frees the moment the process dies,
+which is how the other instances tell at once that it is gone
+(``courier_instance_dead_v1``). It is taken again after every reconnect.
 """
 
 from __future__ import annotations
@@ -22,6 +28,13 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_DELAY = 0.05
 MAX_RETRY_DELAY = 1.0
 
+LIVENESS_LOCK_CLASS = 1131377778
+"""First key of every liveness lock (schema.sql); the second is the instance id
+modulo 2**31."""
+
+LOCK = "SELECT pg_advisory_lock($1, ($2::bigint % 2147483648)::integer)"
+UNLOCK = "SELECT pg_advisory_unlock($1, ($2::bigint % 2147483648)::integer)"
+
 CHANNEL = "courier_messages"
 """Payload ``<queue_id>:<receiver_id>``, the receiver empty for messages to anyone."""
 
@@ -36,6 +49,7 @@ class NotificationListener:
         self._connection: asyncpg.Connection | None = None
         self._reconnecting: asyncio.Task[None] | None = None
         self._closed = False
+        self._instance_id: int | None = None
 
     @property
     def connected(self) -> bool:
@@ -44,6 +58,21 @@ class NotificationListener:
     async def start(self) -> None:
         """Connect now; raises Unavailable if the database cannot be reached."""
         await self._connect()
+
+    async def hold_liveness_lock(self, instance_id: int) -> None:
+        """Hold this instance's liveness lock (instead of any held before) for as long
+        as the process lives; after a reconnect it is taken again."""
+        previous, self._instance_id = self._instance_id, instance_id
+        connection = self._connection
+        if connection is None or connection.is_closed():
+            return  # the reconnect takes it
+        if previous is not None:
+            await connection.execute(
+                "SELECT pg_advisory_unlock($1, ($2::bigint % 2147483648)::integer)",
+                LIVENESS_LOCK_CLASS,
+                previous,
+            )
+        await _lock(connection, instance_id)
 
     async def close(self) -> None:
         self._closed = True
@@ -58,6 +87,8 @@ class NotificationListener:
         connection = await pools.connect(self._dsn)
         try:
             await connection.add_listener(CHANNEL, self._on_notification)
+            if self._instance_id is not None:
+                await _lock(connection, self._instance_id)
         except BaseException:
             connection.terminate()
             raise
@@ -89,3 +120,11 @@ class NotificationListener:
             self._reconnecting = None
             self._on_restored()
             return
+
+
+async def _lock(connection: asyncpg.Connection, instance_id: int) -> None:
+    await connection.execute(
+        "SELECT pg_advisory_lock($1, ($2::bigint % 2147483648)::integer)",
+        LIVENESS_LOCK_CLASS,
+        instance_id,
+    )

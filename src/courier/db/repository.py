@@ -161,6 +161,12 @@ class Repository:
         row = await self._call("courier_expire_instances_v1($1)", ttl_seconds, timing=timing)
         return list(row["ids"])
 
+    async def reap_instances(self, instance_id: int, *, timing: Timing | None = None) -> list[int]:
+        """Delete the other instances that are gone (their liveness lock is free),
+        releasing their sessions and leases; their ids."""
+        row = await self._call("courier_reap_instances_v1($1)", instance_id, timing=timing)
+        return list(row["ids"])
+
     async def unregister_instance(self, instance_id: int, *, timing: Timing | None = None) -> None:
         """Graceful stop: releases the instance's sessions and removes it."""
         await self._call("courier_unregister_instance_v1($1)", instance_id, timing=timing)
@@ -238,14 +244,16 @@ class Repository:
         return _message(row)
 
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
-        """Carry out many sends and reads in one call and one commit: the sends are
-        stored first, then the pops by queue are taken together, queue by queue in the
-        order of their first pop, then the other reads run one by one. Each operation
+        """Carry out many acks, sends and reads in one call and one commit: the acks
+        go first, then the sends are stored, then the pops by queue are taken
+        together, queue by queue in the order of their first pop, then the other reads
+        (leased pops among them) run one by one. Each operation
         gets its own answer (ids for a send, a message for a read) or its own error; a
         bad send stores nothing and fails no other. A read that fails (a missing queue)
         fails the whole call, and nothing of it is stored."""
         sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
         reads = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, ReadRequest)]
+        acks = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, AckRequest)]
         groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
         for n, op in enumerate(operations, 1):
             if isinstance(op, PopRequest):
@@ -254,7 +262,7 @@ class Repository:
         copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
         rows = await self._call_many(
             "courier_exchange_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-            " $14, $15, $16, $17, $18, $19)",
+            " $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
             [n for n, _ in sends],
             [send.sender_id for _, send in sends],
             [send.body for _, send in sends],
@@ -274,6 +282,11 @@ class Repository:
             [read.sender_id for _, read in reads],
             [str(read.order) for _, read in reads],
             [read.pop for _, read in reads],
+            [read.lease_ms for _, read in reads],
+            [read.instance_id for _, read in reads],
+            [n for n, _ in acks],
+            [ack.holder_id for _, ack in acks],
+            [ack.delivery_id for _, ack in acks],
         )  # fmt: skip
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
@@ -464,16 +477,27 @@ class PopRequest:
 
 @dataclass(frozen=True, slots=True)
 class ReadRequest:
-    """Any other read (a peek, or a pop by sender) as the batched path takes it."""
+    """Any other read (a peek, a pop by sender, a leased pop) as the batched path
+    takes it."""
 
     reader_id: int
     queue_id: int | None
     sender_id: int | None
     order: models.Order
     pop: bool
+    lease_ms: int = 0
+    instance_id: int | None = None
 
 
-Operation = SendRequest | PopRequest | ReadRequest
+@dataclass(frozen=True, slots=True)
+class AckRequest:
+    """One ack as the batched path takes it."""
+
+    holder_id: int
+    delivery_id: int
+
+
+Operation = SendRequest | PopRequest | ReadRequest | AckRequest
 
 
 T = TypeVar("T")
@@ -496,6 +520,8 @@ def _answer(operation: Operation, row: Any) -> Any:
         return errors.for_status(status, row["message"])
     if isinstance(operation, SendRequest):
         return list(row["message_ids"])
+    if isinstance(operation, AckRequest):
+        return None
     return _message(row)
 
 

@@ -94,6 +94,11 @@ class MockBackend:
     ) -> list[int]:
         return []
 
+    async def reap_instances(
+        self, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> list[int]:
+        return []
+
     async def unregister_instance(
         self, instance_id: int, *, timing: repository.Timing | None = None
     ) -> None:

@@ -58,6 +58,7 @@ class MiddlewareOptions:
     pool_size: int = 8
     max_clients: int = 256
     mock: bool = False
+    frame_timeout: float | None = None  # None: the server's default
 
     @property
     def address(self) -> str:
@@ -72,6 +73,8 @@ class MiddlewareOptions:
         flags += ["--pool-size", str(self.pool_size), "--max-clients", str(self.max_clients)]
         if self.record_dir is not None:
             flags += ["--record-dir", str(self.record_dir), "--run-id", self.run_id]
+        if self.frame_timeout is not None:
+            flags += ["--frame-timeout", str(self.frame_timeout)]
         flags += ["--mock"] if self.mock else ["--dsn", self.dsn]
         return [*program, *flags]
 

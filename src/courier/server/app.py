@@ -45,7 +45,8 @@ class Server:
         self.settings = settings
         frame_limit = max_frame_bytes(settings.limits)
         self._listener = listener.Listener(
-            connection.ConnectionSettings(frame_limit, recorder), settings.max_clients
+            connection.ConnectionSettings(frame_limit, recorder, settings.frame_timeout),
+            settings.max_clients,
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
@@ -89,6 +90,8 @@ class Server:
             store, self.address, settings.heartbeat_interval, settings.instance_ttl
         )
         self._registry.on_reregistered = self._reclaim_sessions
+        if self._notifier is not None:
+            self._registry.on_registered = self._notifier.hold_liveness_lock
         return await self._registry.register()
 
     async def _reclaim_sessions(self, old_instance_id: int, new_instance_id: int) -> None:

@@ -129,6 +129,10 @@ class InstanceStore(Protocol):
         self, ttl_seconds: float, *, timing: Timing | None = None
     ) -> list[int]: ...
 
+    async def reap_instances(
+        self, instance_id: int, *, timing: Timing | None = None
+    ) -> list[int]: ...
+
     async def unregister_instance(
         self, instance_id: int, *, timing: Timing | None = None
     ) -> None: ...

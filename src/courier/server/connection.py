@@ -10,17 +10,30 @@ one batched database call) leave in one ``writelines``.
 A frame that cannot be parsed gets BAD_REQUEST and the connection carries on; a
 stream that can no longer be cut into frames (bad version, oversize frame) or a
 reply frame sent by a client gets an error reply, then the connection closes.
+
+Slow peers cost bounded memory and time. While more than WRITE_HIGH_WATER bytes of
+replies wait for a peer, no further request is read from it, so a peer that
+pipelines without reading holds at most that plus the replies of the requests
+already running; if it takes none of them for a whole frame timeout, it is cut
+off (as is a closing connection whose peer stops taking its last replies). A
+frame that has begun to arrive must be whole within the frame timeout, else the
+peer gets an error and is dropped; between frames a connection may idle for ever.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
+import struct
+import termios
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
+from typing import Any
 
-from courier import errors, protocol
+from courier import config, errors, protocol
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
 from courier.server import backend, handlers, recording, session
@@ -30,6 +43,13 @@ log = logging.getLogger(__name__)
 READ_SIZE = 256 * 1024
 MAX_IN_FLIGHT = 512
 """Requests one connection may have running at once; beyond it, reading pauses."""
+DISPATCH_BURST = 32
+"""Requests one connection starts before the others get a turn of the event loop: a
+client pipelining thousands of requests must not make everyone wait behind them."""
+WRITE_HIGH_WATER = 256 * 1024
+"""Reply bytes waiting for a peer beyond which reading pauses until it takes them."""
+WRITE_LOW_WATER = 64 * 1024
+"""Reading resumes once the waiting replies are down to this."""
 
 SESSION_OPCODES = frozenset({Opcode.LOGIN, Opcode.LOGOUT})
 WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
@@ -39,6 +59,9 @@ WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
 class ConnectionSettings:
     max_frame_bytes: int
     recorder: recording.Recorder | None = None
+    frame_timeout: float = config.DEFAULT_FRAME_TIMEOUT
+    """Seconds a peer may take to send a frame once it has begun, and may leave
+    the replies waiting for it untaken before it is cut off."""
 
 
 class Connection:
@@ -51,7 +74,11 @@ class Connection:
     ) -> None:
         self._reader = reader
         self._writer = writer
+        self._transport = writer.transport
+        self._transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
         self._services = services
+        self._frame_timeout = settings.frame_timeout
+        self._frame_deadline: float | None = None  # loop time; set while a frame is partial
         self._recorder = settings.recorder
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
@@ -62,6 +89,7 @@ class Connection:
         self._reading: asyncio.Task[None] | None = None
         self._stopping = False
         self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
+        self._written = 0  # bytes handed to the transport, to tell whether the peer reads
 
     @property
     def peer(self) -> str:
@@ -87,7 +115,13 @@ class Connection:
     # -- reading -----------------------------------------------------------------
     async def _read_loop(self) -> None:
         while True:
-            data = await self._reader.read(READ_SIZE)
+            try:
+                data = await self._read()
+            except TimeoutError:
+                self._reject_stalled_frame()
+                return
+            except ConnectionError:
+                return
             if not data:
                 return
             arrived_ns = time.perf_counter_ns()
@@ -97,11 +131,48 @@ class Connection:
             except exceptions.FramingError as exc:
                 self._write(protocol.encode(0, frames.ErrorReply(exc.status, exc.message)))
                 return
-            for raw in raws:
+            for index, raw in enumerate(raws, 1):
                 if raw.is_response:
                     self._reject_reply_frame(raw)
                     return
+                behind = self._transport.get_write_buffer_size() > WRITE_HIGH_WATER
+                if behind and not await self._caught_up():
+                    return
                 await self._dispatch(raw, arrived_ns, wall_ns)
+                if index % DISPATCH_BURST == 0:
+                    await asyncio.sleep(0)  # the other connections' turn
+            self._watch_partial_frame(completed=bool(raws))
+
+    async def _read(self) -> bytes:
+        """The next chunk, b"" at the end; TimeoutError once a partial frame is overdue."""
+        if self._frame_deadline is None:
+            return await self._reader.read(READ_SIZE)
+        async with asyncio.timeout_at(self._frame_deadline):
+            return await self._reader.read(READ_SIZE)
+
+    def _watch_partial_frame(self, *, completed: bool) -> None:
+        """Start the clock when a frame begins to arrive; stop it when none is partial.
+
+        The clock starts after the chunk's requests were dispatched, so time spent
+        not reading (a peer that does not take its replies) never counts against it.
+        """
+        if not self._decoder.buffered:
+            self._frame_deadline = None
+        elif completed or self._frame_deadline is None:
+            self._frame_deadline = asyncio.get_running_loop().time() + self._frame_timeout
+
+    def _reject_stalled_frame(self) -> None:
+        log.debug("%s left a frame incomplete for %gs; dropping it", self.peer, self._frame_timeout)
+        message = f"no whole frame within {self._frame_timeout:g}s of its first byte"
+        self._write(protocol.encode(0, frames.ErrorReply(errors.Status.BAD_REQUEST, message)))
+
+    async def _caught_up(self) -> bool:
+        """The peer is behind with its replies: read nothing more until it catches up.
+        False (and the connection is cut) if it stopped reading altogether."""
+        if await self._while_peer_reads(self._drain()):
+            return True
+        self._cut_off("takes none of its replies")
+        return False
 
     def _reject_reply_frame(self, raw: frames.RawFrame) -> None:
         reply = frames.ErrorReply(errors.Status.BAD_REQUEST, "clients send requests, not replies")
@@ -164,7 +235,6 @@ class Connection:
         written_ns = self._write(data)
         if self._recorder is not None:
             self._record(request, sent, timing, started_ns, parsed_ns, encode_ns, written_ns)
-        await self._drain()
 
     def _uncancel_if_cancelled_by_client(self) -> bool:
         task = asyncio.current_task()
@@ -255,11 +325,34 @@ class Connection:
         outbox, self._outbox = self._outbox, []
         if outbox and not self._writer.is_closing():
             self._writer.writelines(outbox)
+            self._written += sum(map(len, outbox))
 
     async def _drain(self) -> None:
-        # Backpressure: a reader that does not read slows its own requests only.
         with contextlib.suppress(ConnectionError):
             await self._writer.drain()
+
+    async def _while_peer_reads(self, work: Coroutine[Any, Any, None]) -> bool:
+        """Await ``work`` (until the transport drains or closes) as long as the peer
+        keeps taking replies; False once it took none for a whole frame timeout."""
+        task = asyncio.ensure_future(work)
+        try:
+            taken = self._taken()
+            while not (await asyncio.wait({task}, timeout=self._frame_timeout))[0]:
+                if self._taken() == taken:
+                    return False
+                taken = self._taken()
+            return True
+        finally:
+            task.cancel()
+
+    def _taken(self) -> int:
+        """Reply bytes the peer's side of the socket has acknowledged so far."""
+        waiting = self._transport.get_write_buffer_size() + kernel_backlog(self._transport)
+        return self._written - waiting
+
+    def _cut_off(self, reason: str) -> None:
+        log.debug("%s %s for %gs; cutting it off", self.peer, reason, self._frame_timeout)
+        self._transport.abort()
 
     async def _finish(self) -> None:
         if not self._stopping:
@@ -272,6 +365,14 @@ class Connection:
         await self._log_out()
         self._flush()
         self._writer.close()
+        await self._wait_closed()
+
+    async def _wait_closed(self) -> None:
+        """Let the peer take its last replies, unless it stopped taking them."""
+        if not await self._while_peer_reads(self._closed()):
+            self._cut_off("takes none of its last replies")
+
+    async def _closed(self) -> None:
         with contextlib.suppress(ConnectionError):
             await self._writer.wait_closed()
 
@@ -281,7 +382,7 @@ class Connection:
             self._reading.cancel()
         for task in self._tasks:
             task.cancel()
-        self._writer.transport.abort()
+        self._transport.abort()
 
     async def _log_out(self) -> None:
         """The connection ended without LOGOUT: the leases taken through it go back
@@ -298,6 +399,19 @@ class Connection:
         except Exception as exc:
             # The instance registry releases both later (unregister or expiry).
             log.warning("could not log client %d out: %s", client.id, exc)
+
+
+def kernel_backlog(transport: asyncio.BaseTransport) -> int:
+    """Bytes the kernel still holds for the peer, unsent or unacknowledged (Linux's
+    SIOCOUTQ); 0 where that cannot be told. A peer's window only opens as it reads, so
+    this moves long before the transport's own buffer does."""
+    sock = transport.get_extra_info("socket")
+    try:
+        answer = fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0")
+    except (OSError, AttributeError, ValueError):
+        return 0
+    count: int = struct.unpack("i", answer)[0]
+    return count
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,12 @@
 """This instance's entry in the database's instance registry, kept alive by heartbeats.
 
 Every ``heartbeat_interval`` the instance refreshes its heartbeat and expires
-instances silent for longer than ``instance_ttl``, which releases their sessions:
-that is how the survivors clean up after an instance that died without saying so.
-The task outlives database outages; it logs them and tries again next beat.
+instances silent for longer than ``instance_ttl``, which releases their sessions
+and leases: that is how the survivors clean up after an instance that was cut off.
+A process that dies is noticed much sooner: every ``REAP_INTERVAL`` the instance
+removes the others whose liveness lock is free (``on_registered`` takes this
+instance's own lock, see ``courier.db.listen``). The tasks outlive database
+outages; they log them and try again.
 
 An instance cut off from the database for longer than the ttl may find on its
 return that a survivor expired it. It then registers again under a new id and hands
@@ -25,6 +28,12 @@ log = logging.getLogger(__name__)
 Reregistered = Callable[[int, int], Awaitable[None]]
 """Called with (old instance id, new instance id) after registering again."""
 
+Registered = Callable[[int], Awaitable[None]]
+"""Called with the instance id after every registration, before serving under it."""
+
+REAP_INTERVAL = 0.25
+"""Seconds between looks for instances that are gone."""
+
 
 class InstanceRegistry:
     def __init__(
@@ -36,24 +45,31 @@ class InstanceRegistry:
         self._ttl = ttl
         self.instance_id = 0
         self.on_reregistered: Reregistered | None = None
-        self._beating: asyncio.Task[None] | None = None
+        self.on_registered: Registered | None = None
+        self._tasks: list[asyncio.Task[None]] = []
 
     async def register(self) -> int:
-        """Register and start the heartbeat; returns the instance id."""
+        """Register and start the heartbeat and the reaper; returns the instance id."""
         await self._register()
-        self._beating = asyncio.get_running_loop().create_task(self._beat_forever())
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._beat_forever()),
+            loop.create_task(self._reap_forever()),
+        ]
         return self.instance_id
 
     async def _register(self) -> None:
         instance = await self._store.register_instance(self.address, ttl_seconds=self._ttl)
         self.instance_id = instance.id
+        if self.on_registered is not None:
+            await self.on_registered(instance.id)
 
     async def unregister(self) -> None:
-        """Stop beating and remove this instance, releasing its sessions."""
-        if self._beating is not None:
-            self._beating.cancel()
-            await asyncio.gather(self._beating, return_exceptions=True)
-            self._beating = None
+        """Stop beating and reaping and remove this instance, releasing its sessions."""
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
         if self.instance_id:
             await self._store.unregister_instance(self.instance_id)
             self.instance_id = 0
@@ -72,6 +88,18 @@ class InstanceRegistry:
             if not healthy:
                 log.info("heartbeat restored")
                 healthy = True
+
+    async def _reap_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_INTERVAL)
+            try:
+                reaped = await self._store.reap_instances(self.instance_id)
+            except Exception as exc:
+                if not backend.is_outage(exc):
+                    log.warning("looking for dead instances failed: %s", exc, exc_info=True)
+                continue
+            if reaped:
+                log.info("instances %s are gone; their sessions and leases are released", reaped)
 
     async def beat(self) -> None:
         try:

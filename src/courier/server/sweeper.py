@@ -67,8 +67,11 @@ class Sweeper:
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
+            self._next_due = None  # what ``due_in`` plans during the sweep is kept
             pause = await self._sweep_once()
-            self._next_due = loop.time() + pause
+            planned = loop.time() + pause
+            if self._next_due is None or planned < self._next_due:
+                self._next_due = planned
             await self._sleep_until_due()
 
     async def _sweep_once(self) -> float:

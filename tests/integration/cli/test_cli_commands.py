@@ -6,19 +6,12 @@ import json
 import subprocess
 from typing import Any
 
+from cli_results import as_json, ok
+
 from helpers.names import Unique
 from helpers.servers import ServerProcess, address
 
 Courier = Any  # conftest.CourierCLI
-
-
-def ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert result.returncode == 0, (result.stdout, result.stderr)
-    return result
-
-
-def as_json(result: subprocess.CompletedProcess[str]) -> Any:
-    return json.loads(ok(result).stdout)
 
 
 def register(courier: Courier, name: str) -> int:

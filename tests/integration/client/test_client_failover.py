@@ -74,3 +74,32 @@ async def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> Non
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         await asyncio.sleep(0.02)
+
+
+async def test_after_a_kill_the_client_is_back_on_a_survivor_within_a_second(
+    start_server: StartServer, unique: Unique
+) -> None:
+    doomed, survivor = await start_server(), await start_server()
+    name, watcher_name = unique("fast"), unique("watcher")
+    await register(address(survivor), name)
+    await register(address(survivor), watcher_name)
+    await asyncio.sleep(1.1)  # past a new instance's grace (courier_instance_dead_v1)
+    async with (
+        courier.AsyncClient.connect(addresses([doomed, survivor]), name=name) as client,
+        courier.AsyncClient.connect(address(survivor), name=watcher_name) as watcher,
+    ):
+        assert client.server == address(doomed)
+        queue = await client.create_queue(unique("q"))
+        await client.send(queue, "held through the doomed middleware")
+        await client.pop(queue, lease=60)
+
+        doomed.signal(signal.SIGKILL)
+        killed = time.monotonic()
+        await wait_until(lambda: client.server is None)
+        await client.ping()  # logs in again on the survivor
+        assert client.server == address(survivor)
+        assert time.monotonic() - killed < 1.0
+        # The lease held through the dead middleware is released at once, not in 60 s.
+        again = await watcher.receive(queue, timeout=5, lease=30)
+        assert again is not None and again.deliveries == 2
+        assert time.monotonic() - killed < 2.0

@@ -303,3 +303,33 @@ async def test_peeks_and_pops_by_sender_ride_the_batch_too(
     assert batched.batches == [5]
     with pytest.raises(errors.BadRequest):
         await batched.read(reader.id)  # neither a queue nor a sender
+
+
+async def test_leased_pops_and_acks_ride_the_batch_and_fail_alone(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    instance = (await batched.register_instance("127.0.0.1:1")).id
+    reader = await batched.register_client("leaser")
+    for body in (b"a", b"b", b"c"):
+        await batched.send(writer.id, [queue.id], body)
+    lease = repository.Lease(30_000, instance)
+    taken = await asyncio.gather(
+        *(batched.read(reader.id, queue_id=queue.id, pop=True, lease=lease) for _ in range(3))
+    )
+    assert sorted(m.body for m in taken) == [b"a", b"b", b"c"]
+    assert all(m.delivery is not None and m.deliveries == 1 for m in taken)
+    batched.batches.clear()
+
+    deliveries = [m.delivery for m in taken if m.delivery is not None]
+    acks = await asyncio.gather(
+        batched.ack(reader.id, deliveries[0]),
+        batched.ack(writer.id, deliveries[1]),  # not the holder
+        batched.ack(reader.id, deliveries[1]),
+        batched.ack(reader.id, deliveries[0]),  # twice in one batch
+        batched.ack(reader.id, deliveries[2]),
+        return_exceptions=True,
+    )
+    assert [type(answer).__name__ for answer in acks] == [
+        "NoneType", "LeaseExpired", "NoneType", "LeaseExpired", "NoneType"
+    ]  # fmt: skip
+    assert batched.batches == [5]  # one call answered all five, each on its own

@@ -8,7 +8,7 @@ import asyncpg
 import pytest
 
 from courier import errors
-from courier.db import repository
+from courier.db import listen, repository
 
 
 async def age_heartbeat(pool: asyncpg.Pool, instance_id: int, seconds: float) -> None:
@@ -90,3 +90,35 @@ async def test_unregister_releases_sessions(repo: repository.Repository) -> None
 async def test_ttl_must_be_positive(repo: repository.Repository) -> None:
     with pytest.raises(errors.BadRequest):
         await repo.register_instance("127.0.0.1:7400", ttl_seconds=0)
+
+
+async def test_an_instance_whose_liveness_lock_is_free_is_reaped_at_once(
+    repo: repository.Repository, dsn: str
+) -> None:
+    me, alive, dead = [await repo.register_instance(f"127.0.0.1:{n}") for n in (1, 2, 3)]
+    client = await repo.register_client("left-behind")
+    await repo.login(client.id, dead.id)
+    holder = await asyncpg.connect(dsn)  # stands in for the live instance's LISTEN link
+    try:
+        await holder.execute(listen.LOCK, listen.LIVENESS_LOCK_CLASS, alive.id)
+        assert await repo.reap_instances(me.id) == []  # a new instance has a grace
+        await asyncio.sleep(1.1)
+        assert await repo.reap_instances(me.id) == [dead.id]
+        listed = {instance.id for instance in await repo.list_instances()}
+        assert listed == {me.id, alive.id}
+        assert not (await repo.get_client(client.id)).online
+    finally:
+        await holder.close()
+
+
+async def test_a_login_takes_over_the_session_of_a_dead_instance(
+    repo: repository.Repository,
+) -> None:
+    dead, survivor = [await repo.register_instance(f"127.0.0.1:{n}") for n in (1, 2)]
+    client = await repo.register_client("moving")
+    await repo.login(client.id, dead.id)
+    with pytest.raises(errors.ClientOnline):  # within the new instance's grace
+        await repo.login(client.id, survivor.id)
+    await asyncio.sleep(1.1)
+    assert (await repo.login(client.id, survivor.id)).online
+    assert dead.id not in {instance.id for instance in await repo.list_instances()}

@@ -105,7 +105,8 @@ async def wait_for_listener(dsn: str) -> None:
         for _ in range(100):
             listening = await connection.fetchval(
                 "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query ILIKE 'LISTEN%'"
+                "WHERE datname = current_database() AND query ILIKE ANY (ARRAY['LISTEN%', "
+                "'SELECT pg_advisory_lock%'])"
             )
             if listening:
                 return

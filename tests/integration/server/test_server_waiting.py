@@ -123,7 +123,8 @@ async def test_waiters_recover_when_the_listen_connection_drops(
     try:
         killed = await admin.fetchval(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query ILIKE 'LISTEN%'"
+            "WHERE datname = current_database() AND query ILIKE ANY (ARRAY['LISTEN%', "
+            "'SELECT pg_advisory_lock%'])"
         )
     finally:
         await admin.close()

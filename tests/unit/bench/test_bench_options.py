@@ -17,7 +17,7 @@ def invoke(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 def test_bench_is_a_courier_command() -> None:
     code, output = invoke("--help")
     assert code == 0
-    assert all(name in output for name in ("peers", "standard", "churn", "flat", "pops"))
+    assert all(name in output for name in ("peers", "standard", "churn", "flat", "pops", "fuzz"))
 
 
 @pytest.mark.parametrize(
@@ -65,6 +65,11 @@ def test_every_option_is_an_environment_variable() -> None:
         ("pops", ("--poppers", "0,4"), "each at least 1"),
         ("pops", ("--messages", "0"), "must be positive"),
         ("pops", ("--batch", "0"), "must be positive"),
+        ("fuzz", ("--frames", "0"), "must be positive"),
+        ("fuzz", ("--connections", "0"), "must be positive"),
+        ("fuzz", ("--frame-timeout", "0"), "must be positive"),
+        ("fuzz", ("--servers", "here"), "expected host:port"),
+        ("fuzz", ("--servers", "127.0.0.1:7400", "--dsn", "postgresql://x"), "takes no --dsn"),
     ],
 )
 def test_bad_options_of_the_long_benchmarks_are_refused(

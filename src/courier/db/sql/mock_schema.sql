@@ -87,6 +87,14 @@ CREATE FUNCTION courier_expire_instances_v1(
     p_ttl_seconds double precision, OUT ids bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
 
+CREATE FUNCTION courier_instance_dead_v1(p_instance_id bigint)
+RETURNS boolean
+LANGUAGE sql AS $$ SELECT false $$;
+
+CREATE FUNCTION courier_reap_instances_v1(
+    p_instance_id bigint, OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
+
 CREATE FUNCTION courier_unregister_instance_v1(p_instance_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
@@ -271,7 +279,9 @@ CREATE FUNCTION courier_exchange_v2(
     p_max_body_bytes integer,
     p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
     p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
-    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
                priority smallint, created_at timestamptz, body bytea, deliveries integer,
@@ -294,6 +304,12 @@ LANGUAGE sql AS $$
            NULL::bigint, NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00', 'courier mock message'::bytea,
            0, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
     FROM generate_subscripts(p_read_requests, 1) r(n)
+    UNION ALL
+    SELECT p_ack_requests[a.n], 0::smallint, NULL::text, NULL::bigint[], NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+           NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+           NULL::text, 0::bigint
+    FROM generate_subscripts(p_ack_requests, 1) a(n)
 $$;
 
 -- == Triggers ========================================================================

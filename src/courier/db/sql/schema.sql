@@ -244,7 +244,9 @@ BEGIN
 END;
 $$;
 
--- Opens a session held by p_instance_id; one live session per client.
+-- Opens a session held by p_instance_id; one live session per client. A session
+-- held by an instance that is gone is taken over (the instance is removed first), so
+-- a client whose middleware died logs in on a survivor at once.
 CREATE FUNCTION courier_login_v1(
     p_id bigint, p_name text, p_instance_id bigint,
     OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
@@ -253,12 +255,17 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_client_id bigint;
+    v_holder bigint;
 BEGIN
     PERFORM 1 FROM courier_instances i WHERE i.id = p_instance_id FOR KEY SHARE;
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(16, format('instance %s is not registered', p_instance_id));
     END IF;
     SELECT g.id INTO v_client_id FROM courier_get_client_v1(p_id, p_name) g;
+    SELECT c.session_instance_id INTO v_holder FROM courier_clients c WHERE c.id = v_client_id;
+    IF v_holder <> p_instance_id AND courier_instance_dead_v1(v_holder) THEN
+        PERFORM courier_unregister_instance_v1(v_holder);
+    END IF;
     UPDATE courier_clients c SET session_instance_id = p_instance_id
     WHERE c.id = v_client_id AND c.session_instance_id IS NULL
     RETURNING c.id, c.name, c.mode, true INTO id, name, mode, online;
@@ -363,6 +370,41 @@ DECLARE
 BEGIN
     DELETE FROM courier_instances WHERE id = p_instance_id;
     PERFORM courier_release_instance_leases_v1(ARRAY[p_instance_id]);
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Every live middleware holds the session-level advisory lock
+-- (1131377778, <its instance id modulo 2^31>) on its LISTEN connection. A process that dies loses
+-- its connections, and with them the lock, at once; so a lock anyone can take means
+-- the instance is gone. Nobody holds any lock for a while after the database itself
+-- restarts, and a new instance takes its lock a moment after registering: the first
+-- three seconds of the database and the first second of an instance are a grace
+-- during which only the heartbeat ttl counts.
+CREATE FUNCTION courier_instance_dead_v1(p_instance_id bigint)
+RETURNS boolean
+LANGUAGE sql AS $$
+    SELECT greatest(pg_postmaster_start_time() + interval '3 seconds',
+                    i.started_at + interval '1 second') < clock_timestamp()
+           AND pg_try_advisory_xact_lock(1131377778, (p_instance_id % 2147483648)::integer)
+    FROM courier_instances i WHERE i.id = p_instance_id
+$$;
+
+-- Removes the other instances that are gone (see courier_instance_dead_v1): their
+-- sessions are released by the foreign key, their leases here.
+CREATE FUNCTION courier_reap_instances_v1(
+    p_instance_id bigint, OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    WITH dead AS (
+        DELETE FROM courier_instances i
+        WHERE i.id <> p_instance_id AND courier_instance_dead_v1(i.id)
+        RETURNING i.id
+    )
+    SELECT coalesce(array_agg(d.id ORDER BY d.id), '{}') INTO ids FROM dead d;
+    PERFORM courier_release_instance_leases_v1(ids);
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
@@ -1393,22 +1435,58 @@ BEGIN
 END;
 $$;
 
+-- Everything a middleware has waiting, in one call and one commit: the acks first
+-- (set-based; LEASE_EXPIRED for a delivery the client does not hold), then the sends
+-- (courier_send_batch_v2), then the plain pops by queue of each (queue, order)
+-- together (courier_pop_batch_v2), then every other read one by one
+-- (courier_read_v2: peeks, pops by sender, and leased pops, with p_read_leases and
+-- the instance they come through). The pops by queue come grouped: all pops of one
+-- queue in one order stand next to each other, the groups in the order they are to
+-- be served. Request numbers are the caller's; one row per request, with
+-- message_ids for a send and the message columns for a read. A read that raises (a
+-- missing queue) fails the whole call, and the middleware then runs each request
+-- alone.
 CREATE FUNCTION courier_exchange_v2(
     p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
     p_max_body_bytes integer,
     p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
     p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
-    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[])
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[])
 RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
                queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
                priority smallint, created_at timestamptz, body bytea, deliveries integer,
                delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
+    v_started timestamptz := clock_timestamp();
     v_pops integer := coalesce(cardinality(p_pop_requests), 0);
     v_first integer := 1;  -- where the current group of pops starts
 BEGIN
+    IF cardinality(p_ack_requests) > 0 THEN
+        -- Each delivery is deleted by the first ack for it that its holder sent.
+        RETURN QUERY
+        WITH wanted AS (
+            SELECT a.n, a.holder, a.delivery
+            FROM unnest(p_ack_requests, p_ack_holders, p_ack_deliveries) a(n, holder, delivery)
+        ), acked AS (
+            DELETE FROM courier_held_messages h
+            USING (SELECT DISTINCT ON (f.delivery, f.holder) f.n, f.delivery, f.holder
+                   FROM wanted f ORDER BY f.delivery, f.holder, f.n) w
+            WHERE h.delivery_id = w.delivery AND h.holder_id = w.holder
+            RETURNING w.n
+        )
+        SELECT w.n, CASE WHEN a.n IS NULL THEN 17 ELSE 0 END::smallint,
+               CASE WHEN a.n IS NULL THEN format('delivery %s is not held: its lease ran out,'
+                                                 ' or it was acknowledged or released', w.delivery)
+               END,
+               NULL::bigint[], NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+               NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,
+               NULL::bigint, NULL::bigint, NULL::text, courier_elapsed_ns_v1(v_started)
+        FROM wanted w LEFT JOIN acked a ON a.n = w.n;
+    END IF;
     IF cardinality(p_send_requests) > 0 THEN
         RETURN QUERY
         SELECT p_send_requests[s.request], s.status, s.message, s.message_ids, NULL::bigint,
@@ -1436,7 +1514,8 @@ BEGIN
                r.sender_id, r.receiver_id, r.context, r.priority, r.created_at, r.body,
                r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
         FROM courier_read_v2(p_read_readers[v_i], p_read_queues[v_i], p_read_senders[v_i],
-                             p_read_orders[v_i], p_read_pops[v_i], 0, NULL) r;
+                             p_read_orders[v_i], p_read_pops[v_i],
+                             coalesce(p_read_leases[v_i], 0), p_read_instances[v_i]) r;
     END LOOP;
 END;
 $$;
