@@ -24,7 +24,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
@@ -44,6 +44,8 @@ RETRY_PAUSE_S = 0.02
 RECEIVE_WAIT_S = 1.0
 """A consumer's receive waits this long, then checks whether it should stop."""
 PROGRESS_EVERY_S = 0.2
+SESSION_POLL_S = 0.002
+"""How often a client that lost its connection looks whether it has one again."""
 REQUEST_TIMEOUT_S = 10.0
 FAILOVER_TIMEOUT_S = 30.0
 """Longer than a dead middleware's ttl, so a client keeps failing over until it is in."""
@@ -84,6 +86,7 @@ class ClientsPlan:
     consumers: tuple[tuple[int, str], ...]  # (consumer number, client name)
     messages: int
     producer_count: int
+    window: int  # calls each client keeps in flight
     lease_s: float
     process_s: float
     message_size: int
@@ -102,6 +105,7 @@ class Outage:
     client: str
     lost_server: str | None  # the middleware it used before
     started: float  # time.monotonic(), the same clock in every process of the host
+    connected: float  # logged in again (the connection never dropped: ``started``)
     ended: float
     server: str | None  # the middleware that answered
     error: str  # the first failure's type
@@ -173,6 +177,7 @@ class Tracked:
         self._since: float | None = None
         self._lost: str | None = None
         self._error = ""
+        self._connected: asyncio.Task[float] | None = None
 
     async def call(self, awaitable: Awaitable[T]) -> T:
         try:
@@ -181,6 +186,7 @@ class Tracked:
             if self._since is None:
                 self._since, self._lost = time.monotonic(), self._server
                 self._error = type(exc).__name__
+                self._connected = asyncio.create_task(self._logged_in_again())
             raise
         except errors.CourierError:
             self._answered()  # the server answered: the session works
@@ -188,13 +194,22 @@ class Tracked:
         self._answered()
         return result
 
+    async def _logged_in_again(self) -> float:
+        """When the client has a connection again: the next call fails over and logs in
+        on a survivor before it is sent."""
+        while True:
+            if self.client.server is not None:
+                return time.monotonic()
+            await asyncio.sleep(SESSION_POLL_S)
+
     def _answered(self) -> None:
-        server = self.client.server
-        if self._since is not None:
-            self._outages.append(
-                Outage(self.name, self._lost, self._since, time.monotonic(), server, self._error)
-            )
-            self._since = None
+        server, now = self.client.server, time.monotonic()
+        if self._since is not None and self._connected is not None:
+            connected = self._connected.result() if self._connected.done() else now
+            self._connected.cancel()
+            self._outages.append(Outage(self.name, self._lost, self._since, connected, now,
+                                        server, self._error))  # fmt: skip
+            self._since = self._connected = None
         self._server = server
 
 
@@ -260,8 +275,22 @@ def _publish(plan: ClientsPlan, ledger: Ledger) -> None:
 
 
 async def produce(plan: ClientsPlan, ledger: Ledger, me: Tracked, producer: int) -> None:
+    """``plan.window`` lanes, each sending the next number not yet taken."""
+    numbers = iter(range(counts(plan.messages, plan.producer_count)[producer]))
     first = offsets(plan.messages, plan.producer_count)[producer]
-    for n in range(counts(plan.messages, plan.producer_count)[producer]):
+    lanes = (_send_lane(plan, ledger, me, producer, first, numbers) for _ in range(plan.window))
+    await asyncio.gather(*lanes)
+
+
+async def _send_lane(
+    plan: ClientsPlan,
+    ledger: Ledger,
+    me: Tracked,
+    producer: int,
+    first: int,
+    numbers: Iterator[int],
+) -> None:
+    for n in numbers:
         ledger.sends += 1
         ids = await _send_until_confirmed(plan, ledger, me, producer, n)
         if ids:
@@ -290,6 +319,11 @@ async def _send_until_confirmed(
 
 
 async def consume(plan: ClientsPlan, ledger: Ledger, me: Tracked) -> None:
+    """``plan.window`` lanes, each receiving, processing and acking one message at a time."""
+    await asyncio.gather(*(_consume_lane(plan, ledger, me) for _ in range(plan.window)))
+
+
+async def _consume_lane(plan: ClientsPlan, ledger: Ledger, me: Tracked) -> None:
     offset = offsets(plan.messages, plan.producer_count)
     while not plan.stop.is_set():
         try:

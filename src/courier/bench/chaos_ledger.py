@@ -165,7 +165,8 @@ class Failover:
     client: str
     server: str  # killed
     to: str | None  # where the client carried on
-    seconds: float  # from the kill until the client's next answered call
+    login_s: float  # from the kill until the client was logged in again
+    answered_s: float  # from the kill until the client's next answered call
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +179,13 @@ class Outages:
 
     @property
     def failovers(self) -> list[float]:
-        return [failover.seconds for kill in self.by_kill for failover in kill]
+        """Seconds from each kill until each of its clients was logged in again."""
+        return [failover.login_s for kill in self.by_kill for failover in kill]
+
+    @property
+    def answered(self) -> list[float]:
+        """Seconds from each kill until each of its clients had a call answered."""
+        return [failover.answered_s for kill in self.by_kill for failover in kill]
 
 
 def sort_outages(
@@ -191,8 +198,9 @@ def sort_outages(
     for outage in outages:
         kill = _kill_of(outage, kills)
         if kill is not None:
+            at = kills[kill].at
             by_kill[kill].append(Failover(outage.client, kills[kill].server, outage.server,
-                                          outage.ended - kills[kill].at))  # fmt: skip
+                                          outage.connected - at, outage.ended - at))  # fmt: skip
             continue
         restart = next((r for r in restarts if _during(outage, r)), None)
         if restart is not None:

@@ -411,7 +411,8 @@ def _chaos_sections(found: chaos.ChaosResult) -> list[list[tuple[str, str]]]:
     chaos_rows = [
         ("middleware kills", f"{len(found.kills)}"),
         ("PostgreSQL restarts", f"{len(found.restarts)}"),
-        ("failovers", _spread(found.failover)),
+        ("failovers: logged in again", _spread(found.failover)),
+        ("failovers: next call answered", _spread(chaos_ledger.spread(found.outages.answered))),
         ("back after the PostgreSQL restart",
          _spread(chaos_ledger.spread(found.outages.database))),
         ("throughput: confirmed sends/s, acked/s",

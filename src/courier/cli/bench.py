@@ -461,6 +461,12 @@ def fuzz(
     help="Seconds a consumer spends on a message before acking it.",
 )
 @click.option(
+    "--window",
+    default=defaults.CHAOS_WINDOW,
+    show_default=True,
+    help="Calls each client keeps in flight: sends, or receive-process-ack loops.",
+)
+@click.option(
     "--processes", default=defaults.PROCESSES, show_default=True, help="Client processes."
 )
 @click.option(
@@ -490,6 +496,7 @@ def chaos(
     kill_interval: float,
     lease: float,
     process_time: float,
+    window: int,
     processes: int,
     pool_size: int,
     restart_database: bool,
@@ -502,12 +509,12 @@ def chaos(
 
     _check_positive(messages=messages, producers=producers, consumers=consumers,
                     middlewares=middlewares, kill_interval=kill_interval, lease=lease,
-                    processes=processes, pool_size=pool_size)  # fmt: skip
+                    window=window, processes=processes, pool_size=pool_size)  # fmt: skip
     if process_time < 0:
         raise click.BadParameter("must not be negative", param_hint="--process-time")
     settings = abuse.Settings(
         messages=messages, producers=producers, consumers=consumers, middlewares=middlewares,
-        kill_interval_s=kill_interval, lease_s=lease, process_s=process_time,
+        kill_interval_s=kill_interval, lease_s=lease, process_s=process_time, window=window,
         processes=processes, pool_size=pool_size, restart_database=restart_database,
         log_dir=log_dir,
     )  # fmt: skip
