@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-
 from courier.bench import (
     chaos_clients,
     chaos_cluster,
     chaos_ledger,
+    chaos_queue,
     database,
     defaults,
     launch,
@@ -43,18 +42,16 @@ from courier.lab import clientpool, setup
 NAME = "chaos"
 FAILOVER_NEEDED_S = 1.0
 """Every failover must be shorter than this."""
+SAMPLE_S = 2.0
+"""How often the queue's depth is sampled while the producers run."""
 DRAIN_POLL_S = 0.5
-DRAIN_TIMEOUT_S = 60.0
-"""After the producers are done (plus the lease): then the consumers stop anyway."""
+DRAIN_STALL_S = 30.0
+"""When the queue's depth has not changed for this long (plus the lease) after the
+producers are done, the consumers stop anyway and what is left is reported."""
 GIVE_UP_S = 60.0
 """A send (or ack) retried for this long without an answer is given up."""
 SECONDS_PER_MESSAGE = 0.01
 """With a margin of 600 s, how long the whole run may take before it is stopped."""
-
-LEFTOVERS = """
-SELECT (SELECT count(*) FROM courier_messages WHERE queue_id = $1) AS messages,
-       (SELECT count(*) FROM courier_held_messages WHERE queue_id = $1) AS held
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +89,7 @@ class ChaosResult:
     restarts: list[chaos_cluster.DatabaseRestart]
     outages: chaos_ledger.Outages
     leftovers: dict[str, int]  # rows of the queue still stored at the end
+    most_waiting: int  # the most messages of the queue stored at once (sampled)
     producing_s: float
     total_s: float  # from the go until the queue was drained
     servers: dict[str, str]
@@ -154,6 +152,7 @@ class ChaosResult:
             "environment": results.environment(self.servers),
             "accounts": self.accounts.as_json(),
             "leftovers": self.leftovers,
+            "most_waiting": self.most_waiting,
             "kills": [_kill_json(kill, each, self.started) for kill, each
                       in zip(self.kills, self.outages.by_kill, strict=True)],
             "database_restarts": [_restart_json(r, self.started) for r in self.restarts],
@@ -209,15 +208,17 @@ async def run(settings: Settings, phases: progress.Phases) -> ChaosResult:
                 queue_id, producers, consumers = await _prepare(cluster.servers, prefix, settings)
                 director = Director(cluster, settings, queue_id, phases)
                 reports = await director.drive(producers, consumers)
-                leftovers = await _leftovers(server.dsn, queue_id)
+                leftovers = await chaos_queue.counts(server.dsn, queue_id)
+                left = await chaos_queue.left(server.dsn, queue_id)
     ledgers = [report.ledger for report in reports]
     return ChaosResult(
-        accounts=chaos_ledger.account(settings.messages, settings.producers, ledgers),
+        accounts=chaos_ledger.account(settings.messages, settings.producers, ledgers, left),
         kills=director.kills, restarts=director.restarts,
         outages=chaos_ledger.sort_outages(
             [o for report in reports for o in report.outages], director.kills, director.restarts
         ),
-        leftovers=leftovers, producing_s=max(report.producing_s for report in reports),
+        leftovers=leftovers, most_waiting=director.depth.most,
+        producing_s=max(report.producing_s for report in reports),
         total_s=director.total_s, servers={"postgresql": version}, started=director.started,
     )  # fmt: skip
 
@@ -231,15 +232,6 @@ async def _prepare(
         queue = await prepared.queue(f"{prefix}-{NAME}")
         await prepared.register(producers + consumers)
     return queue.id, producers, consumers
-
-
-async def _leftovers(dsn: str, queue_id: int) -> dict[str, int]:
-    connection = await asyncpg.connect(dsn)
-    try:
-        row = await connection.fetchrow(LEFTOVERS, queue_id)
-    finally:
-        await connection.close()
-    return {"messages": int(row["messages"]), "held": int(row["held"])}
 
 
 @dataclass(slots=True)
@@ -259,8 +251,12 @@ class Director:
     _chaos: asyncio.Task[None] | None = None
     _producing: asyncio.Event = field(default_factory=asyncio.Event)
     started: float = 0.0  # the go, on time.monotonic()
+    depth: chaos_queue.Depth = field(init=False)
     _drain_from: float | None = None
-    _next_poll: float = 0.0
+    _next_sample: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.depth = chaos_queue.Depth(self.cluster.database.dsn, self.queue_id)
 
     async def drive(
         self, producers: list[str], consumers: list[str]
@@ -294,14 +290,19 @@ class Director:
             self._chaos = asyncio.create_task(self._run_chaos())
         confirmed, acked, done = self._read_progress()
         self.phases.advance(min(acked, self.settings.messages))
-        if not done or self._stop.is_set():
+        if self._stop.is_set():
             return
-        if self._drain_from is None:
+        if done and self._drain_from is None:
             self._producing.set()  # the chaos ends after the event in progress
             await self._chaos
             self._drain_from = time.monotonic()
+            self.depth.forget()
             self.phases.note(f"producers done: {confirmed:,} sends confirmed; draining")
-        await self._check_drained()
+        if time.monotonic() >= self._next_sample:
+            self._next_sample = time.monotonic() + (DRAIN_POLL_S if done else SAMPLE_S)
+            await self.depth.sample()
+            if self._drain_from is not None:
+                self._check_drained()
 
     def _read_progress(self) -> tuple[int, int, bool]:
         fields = chaos_clients.PROGRESS_FIELDS
@@ -310,19 +311,19 @@ class Director:
         acked = sum(values[1::fields])
         return confirmed, acked, all(values[2::fields])
 
-    async def _check_drained(self) -> None:
-        now = time.monotonic()
-        if now < self._next_poll:
+    def _check_drained(self) -> None:
+        """Stop the consumers once the queue is empty, or has stopped draining."""
+        waiting, now = self.depth.last, time.monotonic()
+        if waiting is None:
             return
-        self._next_poll = now + DRAIN_POLL_S
-        left = await _leftovers(self.cluster.database.dsn, self.queue_id)
-        assert self._drain_from is not None
-        late = now - self._drain_from > DRAIN_TIMEOUT_S + self.settings.lease_s
-        if not any(left.values()) or late:
-            if late:
-                self.phases.note(f"the queue did not drain: {left} left; stopping the consumers")
-            self.total_s = now - self.started
-            self._stop.set()
+        stalled = now - self.depth.changed_at > DRAIN_STALL_S + self.settings.lease_s
+        if waiting and not stalled:
+            return
+        if waiting:
+            self.phases.note(f"the queue stopped draining: {waiting:,} messages left;"
+                             " stopping the consumers")  # fmt: skip
+        self.total_s = now - self.started
+        self._stop.set()
 
     async def _run_chaos(self) -> None:
         """An event every kill interval; after the database restart the kills resume a

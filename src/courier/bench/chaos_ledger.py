@@ -4,7 +4,8 @@
 send was confirmed (and the id it got), how often it was acked successfully (and
 with which ids), delivered, and redelivered for which reason. From that:
 
-- **lost**: confirmed, never acked, and no ack of unknown fate either (must be 0);
+- **lost**: confirmed, never acked, no ack of unknown fate either, and not stored
+  any more (must be 0); a message still stored at the end is *left*, not lost;
 - **duplicate acks**: successful acks beyond the first of a number (must be 0),
   split into the same message acked twice and a second copy stored (a dedup id
   that did not hold);
@@ -50,6 +51,7 @@ class Accounts:
     acked: int  # message numbers acknowledged successfully at least once
     acked_reply_lost: int
     lost: int
+    left: int  # message numbers still stored at the end
     lost_examples: list[str]
     duplicate_acks: int
     acked_twice: int
@@ -77,6 +79,7 @@ class Accounts:
             "messages": self.messages, "confirmed": self.sends_confirmed,
             "unconfirmed": self.sends_unconfirmed, "unconfirmed_acked": self.unconfirmed_acked,
             "acked": self.acked, "acked_reply_lost": self.acked_reply_lost, "lost": self.lost,
+            "left": self.left,
             "lost_examples": self.lost_examples, "duplicate_acks": self.duplicate_acks,
             "acked_twice": self.acked_twice, "stored_twice": self.stored_twice,
             "id_mismatches": self.id_mismatches, "deliveries": self.deliveries,
@@ -89,7 +92,13 @@ class Accounts:
         }  # fmt: skip
 
 
-def account(messages: int, producers: int, ledgers: Sequence[chaos_clients.Ledger]) -> Accounts:
+def account(
+    messages: int,
+    producers: int,
+    ledgers: Sequence[chaos_clients.Ledger],
+    left: Sequence[tuple[int, int]] = (),
+) -> Accounts:
+    """Every message's fate; ``left`` are the (producer, number) still stored."""
     confirmed_id = numpy.sum([ledger.confirmed_id for ledger in ledgers], axis=0)
     acks = numpy.sum([ledger.acks.astype(numpy.int64) for ledger in ledgers], axis=0)
     seen = numpy.sum([ledger.seen.astype(numpy.int64) for ledger in ledgers], axis=0)
@@ -100,8 +109,11 @@ def account(messages: int, producers: int, ledgers: Sequence[chaos_clients.Ledge
     unconfirmed = numpy.zeros(messages, dtype=bool)
     for ledger in ledgers:
         unconfirmed[ledger.unconfirmed] = True
+    stored = numpy.zeros(messages, dtype=bool)
+    starts = chaos_clients.offsets(messages, producers)
+    stored[[starts[producer] + n for producer, n in left]] = True
     confirmed = confirmed_id != 0
-    lost = confirmed & (acks == 0) & ~unknown
+    lost = confirmed & (acks == 0) & ~unknown & ~stored
     twice, stored_twice = _repeated(acks, ledgers)
     acked_id = _first_acked_ids(ledgers)
     errors: collections.Counter[str] = collections.Counter()
@@ -115,6 +127,7 @@ def account(messages: int, producers: int, ledgers: Sequence[chaos_clients.Ledge
         sends_unconfirmed=int(unconfirmed.sum()),
         unconfirmed_acked=int((unconfirmed & (acks > 0)).sum()), acked=int((acks > 0).sum()),
         acked_reply_lost=int((confirmed & (acks == 0) & unknown).sum()), lost=int(lost.sum()),
+        left=int(stored.sum()),
         lost_examples=[_name(int(i), messages, producers)
                        for i in numpy.flatnonzero(lost)[:EXAMPLES]],
         duplicate_acks=int(numpy.maximum(acks - 1, 0).sum()), acked_twice=twice,

@@ -400,6 +400,7 @@ def _chaos_sections(found: chaos.ChaosResult) -> list[list[tuple[str, str]]]:
         ("duplicate acks", f"{a.duplicate_acks:,}"),
         ("left in the database (messages, held)",
          f"{found.leftovers['messages']:,}, {found.leftovers['held']:,}"),
+        ("most messages waiting at once (sampled)", f"{found.most_waiting:,}"),
     ]  # fmt: skip
     deliveries = [
         ("deliveries received", f"{a.deliveries:,}"),

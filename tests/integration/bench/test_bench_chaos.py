@@ -53,6 +53,7 @@ def accounts(run: dict[str, Any]) -> dict[str, Any]:
 def test_nothing_is_lost_and_nothing_acked_twice(run: dict[str, Any]) -> None:
     found = accounts(run)
     assert found["lost"] == 0, found["lost_examples"]
+    assert found["left"] == 0
     assert found["duplicate_acks"] == 0
     assert found["id_mismatches"] == 0
     assert run["document"]["leftovers"] == {"messages": 0, "held": 0}
@@ -64,6 +65,7 @@ def test_every_confirmed_message_was_acked(run: dict[str, Any]) -> None:
     assert found["confirmed"] > MESSAGES * 0.99, found["last_error"]
     assert found["acked"] + found["acked_reply_lost"] >= found["confirmed"]
     assert found["deliveries"] >= found["acked"]
+    assert run["document"]["most_waiting"] > 0
 
 
 def test_every_redelivery_has_a_reason(run: dict[str, Any]) -> None:

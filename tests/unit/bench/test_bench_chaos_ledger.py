@@ -61,6 +61,14 @@ def test_a_confirmed_message_nobody_acked_is_lost_and_named() -> None:
     assert found.lost_examples == ["1-1"]
 
 
+def test_a_message_still_stored_is_left_not_lost() -> None:
+    found = chaos_ledger.account(
+        MESSAGES, PRODUCERS, [producer(ALL_SENT), consumer({0: [10], 1: [11], 2: [12]})],
+        left=[(1, 0)],
+    )  # fmt: skip
+    assert (found.lost, found.left, found.lost_examples) == (1, 1, ["1-1"])
+
+
 def test_an_ack_whose_reply_was_lost_is_not_a_loss() -> None:
     unknown = consumer({0: [10], 1: [11], 2: [12], 3: [13]})
     unknown.ack_unknown[4] = 1
