@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from courier import errors, models, protocol
 from courier.bench import fuzzframes
+from courier.errors import Status
 from courier.protocol import frames
 
 ANONYMOUS = "anonymous"
@@ -342,19 +343,31 @@ async def closed_within(replies: ReplyReader, seconds: float, closed: str, open_
     return closed if replies.closed.is_set() else open_
 
 
+LOGIN_ATTEMPTS = 3
+"""Fresh clients a connection tries: a fuzzed LOGIN by another connection may take a
+new client's session between its REGISTER and its LOGIN (CLIENT_ONLINE)."""
+
+
 async def log_in(stream: FuzzStream, replies: ReplyReader, plan: Plan) -> None:
     """Register a client of this connection's own and log in as it."""
-    plan.logins += 1
-    name = f"{plan.name_prefix}-c{plan.logins}"
-    registered = await replies.call(
-        stream.writer, REGISTER_ID, frames.Register(name, models.ClientMode.READ_WRITE)
-    )
-    if not isinstance(registered, frames.ClientReply):
-        raise errors.BadRequest(f"could not register {name}: {registered}")
-    login = frames.Login(client_id=registered.client.id, name=None)
-    logged_in = await replies.call(stream.writer, LOGIN_ID, login)
-    if not isinstance(logged_in, frames.ClientReply):
-        raise errors.BadRequest(f"could not log in as {name}: {logged_in}")
+    for _ in range(LOGIN_ATTEMPTS):
+        plan.logins += 1
+        name = f"{plan.name_prefix}-c{plan.logins}"
+        registered = await replies.call(
+            stream.writer, REGISTER_ID, frames.Register(name, models.ClientMode.READ_WRITE)
+        )
+        if not isinstance(registered, frames.ClientReply):
+            raise errors.BadRequest(f"could not register {name}: {registered}")
+        login = frames.Login(client_id=registered.client.id, name=None)
+        logged_in = await replies.call(stream.writer, LOGIN_ID, login)
+        if isinstance(logged_in, frames.ClientReply):
+            return
+        taken = (
+            isinstance(logged_in, frames.ErrorReply) and logged_in.status == Status.CLIENT_ONLINE
+        )
+        if not taken:
+            break
+    raise errors.BadRequest(f"could not log in as {name}: {logged_in}")
 
 
 async def stall(stream: FuzzStream, replies: ReplyReader, plan: Plan) -> str:
