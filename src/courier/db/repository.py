@@ -247,10 +247,9 @@ class Repository:
         """Carry out many acks, sends and reads in one call and one commit: the acks
         go first, then the sends are stored, then the pops by queue are taken
         together, queue by queue in the order of their first pop, then the other reads
-        (leased pops among them) run one by one. Each operation
-        gets its own answer (ids for a send, a message for a read) or its own error; a
-        bad send stores nothing and fails no other. A read that fails (a missing queue)
-        fails the whole call, and nothing of it is stored."""
+        (leased pops among them) run one by one. Each operation gets its own answer
+        (ids for a send, a message for a read) or its own error: a bad send stores
+        nothing and a bad read (a missing queue) is undone, and neither fails another."""
         sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
         reads = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, ReadRequest)]
         acks = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, AckRequest)]

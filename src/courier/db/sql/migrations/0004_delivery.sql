@@ -905,9 +905,8 @@ $$;
 -- the instance they come through). The pops by queue come grouped: all pops of one
 -- queue in one order stand next to each other, the groups in the order they are to
 -- be served. Request numbers are the caller's; one row per request, with
--- message_ids for a send and the message columns for a read. A read that raises (a
--- missing queue) fails the whole call, and the middleware then runs each request
--- alone.
+-- message_ids for a send and the message columns for a read. A read that fails for
+-- a reason of its own (a missing queue) answers with that status alone.
 CREATE FUNCTION courier_exchange_v2(
     p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
@@ -971,13 +970,27 @@ BEGIN
         v_first := v_last + 1;
     END LOOP;
     FOR v_i IN 1..coalesce(cardinality(p_read_requests), 0) LOOP
-        RETURN QUERY
-        SELECT p_read_requests[v_i], r.status, NULL::text, NULL::bigint[], r.id, r.queue_id,
-               r.sender_id, r.receiver_id, r.context, r.priority, r.created_at, r.body,
-               r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
-        FROM courier_read_v2(p_read_readers[v_i], p_read_queues[v_i], p_read_senders[v_i],
-                             p_read_orders[v_i], p_read_pops[v_i],
-                             coalesce(p_read_leases[v_i], 0), p_read_instances[v_i]) r;
+        BEGIN
+            RETURN QUERY
+            SELECT p_read_requests[v_i], r.status, NULL::text, NULL::bigint[], r.id,
+                   r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+                   r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure,
+                   r.exec_ns
+            FROM courier_read_v2(p_read_readers[v_i], p_read_queues[v_i], p_read_senders[v_i],
+                                 p_read_orders[v_i], p_read_pops[v_i],
+                                 coalesce(p_read_leases[v_i], 0), p_read_instances[v_i]) r;
+        EXCEPTION WHEN OTHERS THEN
+            -- A read a client got wrong (a missing queue) fails alone, undone whole;
+            -- anything else fails the call.
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            RETURN QUERY
+            SELECT p_read_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM,
+                   NULL::bigint[], NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+                   NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::bytea,
+                   NULL::integer, NULL::bigint, NULL::bigint, NULL::text, 0::bigint;
+        END;
     END LOOP;
 END;
 $$;
