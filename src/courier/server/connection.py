@@ -186,18 +186,20 @@ class Connection:
         task.add_done_callback(self._forget)
         if raw.opcode in WAITING_OPCODES:
             self._waiting[raw.request_id] = task
+            task.add_done_callback(lambda done: self._stop_waiting(raw.request_id, done))
         if raw.opcode in SESSION_OPCODES:
             # Later requests must see the session this one leaves behind.
             await asyncio.shield(task)
 
     def _forget(self, task: asyncio.Task[None]) -> None:
-        opcode = self._tasks.pop(task)
+        del self._tasks[task]
         self._slots.release()
         self._cancelled.discard(task)
-        if opcode in WAITING_OPCODES:
-            for request_id, waiting in list(self._waiting.items()):
-                if waiting is task:
-                    del self._waiting[request_id]
+
+    def _stop_waiting(self, request_id: int, task: asyncio.Task[None]) -> None:
+        # A later request may reuse the id: drop the entry only if it is still this one.
+        if self._waiting.get(request_id) is task:
+            del self._waiting[request_id]
 
     def _cancel_waiting(self, request_id: int) -> bool:
         """CANCEL: end this connection's waiting request ``request_id``, which is then
