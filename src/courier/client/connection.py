@@ -157,8 +157,10 @@ class Connection:
                 future.set_result(Arrival(reply, decoded, decoded - started, raw.size))
             elif (late_reply := self._orphans.pop(raw.request_id, None)) is not None:
                 late_reply(reply)
-            elif isinstance(reply, protocol.ErrorReply):
+            elif isinstance(reply, protocol.ErrorReply) and raw.request_id == 0:
                 # About the connection itself (say, SERVER_FULL): the server hangs up next.
+                # A late answer to a request nobody waits for any more is dropped: it
+                # says nothing about the calls still in flight.
                 self._refusal = reply.to_exception()
 
     def _fail_one(self, request_id: int, exc: errors.ProtocolError) -> None:

@@ -2,10 +2,12 @@
 
 Servers are tried in the order given. When the connection drops, the calls waiting
 on it fail with ``errors.ConnectionLost`` (their fate is unknown) and the next call
-reconnects, starting with the server after the lost one, and logs in again as the
-same client. A login on a survivor takes over the session of a middleware process
-that died; one cut off but alive still holds it (CLIENT_ONLINE) until the survivors
-expire it, so failover keeps retrying for up to ``failover_timeout`` seconds.
+reconnects, starting with a random one of the other servers (so the clients of a
+dead middleware spread over the survivors), and logs in again as the same client.
+A login on a survivor takes over the session of a middleware process that died, as
+soon as the database has noticed the death (a few milliseconds); one cut off but
+alive still holds it (CLIENT_ONLINE) until the survivors expire it. So failover
+retries, soon at first and then less often, for up to ``failover_timeout`` seconds.
 
 Request ids come from one counter per session, so (client id, request id) stays
 unique across reconnects (the ids wrap after 2**32 - 1 calls).
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 import time
 from collections.abc import Sequence
 from typing import TypeVar
@@ -25,8 +28,11 @@ from courier.protocol import constants, frames, names
 
 ReplyT = TypeVar("ReplyT", bound=protocol.Reply)
 
+FIRST_RETRY_PAUSE = 0.01
+"""Seconds before the second round over the server list while failing over: the
+first round usually comes before the database has seen the old middleware die."""
 RETRY_PAUSE = 0.2
-"""Seconds between rounds over the server list while failing over."""
+"""The longest pause between rounds; each pause doubles the one before, up to this."""
 
 LOGOUT_TIMEOUT = 2.0
 
@@ -125,15 +131,25 @@ class Session:
         greeting: protocol.Request = protocol.Ping()
         if self.client is not None:
             greeting = protocol.Login(client_id=self.client.id, name=None)
+        self._next_server = self._random_survivor()
+        pause = FIRST_RETRY_PAUSE
         while True:
             try:
                 return await self._connect_to_any(greeting, failing_over=True)
             except (errors.ConnectionLost, errors.ServerFull) as exc:
-                if time.monotonic() + RETRY_PAUSE > deadline:
+                if time.monotonic() + pause > deadline:
                     raise errors.ConnectionLost(
                         f"{exc.message} (gave up after {self.failover_timeout:g} seconds)"
                     ) from exc
-            await asyncio.sleep(RETRY_PAUSE)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, RETRY_PAUSE)
+
+    def _random_survivor(self) -> int:
+        """A random server other than the one just lost (the one before ``_next_server``)."""
+        count = len(self.servers)
+        if count <= 2:
+            return self._next_server
+        return (self._next_server + random.randrange(count - 1)) % count
 
     async def _connect_to_any(
         self, greeting: protocol.Request, *, failing_over: bool

@@ -173,13 +173,10 @@ class BatchedRepository(repository.Repository):
         options: repository.SendOptions = repository.PLAIN_SEND,
         timing: Timing | None = None,
     ) -> list[int]:
-        if not options.plain:  # delayed, expiring or deduplicated: one call of its own
-            return await super().send(
-                sender_id, queue_ids, body, receiver=receiver, priority=priority,
-                context=context, options=options, timing=timing,
-            )  # fmt: skip
         self._check_message(body, priority)
-        request = repository.SendRequest(sender_id, queue_ids, body, receiver, priority, context)
+        request = repository.SendRequest(
+            sender_id, queue_ids, body, receiver, priority, context, options
+        )
         ids: list[int] = await self._batcher.submit(request, timing)
         return ids
 
@@ -225,7 +222,7 @@ class BatchedRepository(repository.Repository):
                 answer = await super().send(
                     operation.sender_id, operation.queue_ids, operation.body,
                     receiver=operation.receiver, priority=operation.priority,
-                    context=operation.context, timing=timing,
+                    context=operation.context, options=operation.options, timing=timing,
                 )  # fmt: skip
             elif isinstance(operation, repository.PopRequest):
                 answer = await super().read(

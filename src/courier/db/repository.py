@@ -245,23 +245,27 @@ class Repository:
 
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
         """Carry out many acks, sends and reads in one call and one commit: the acks
-        go first, then the sends are stored, then the pops by queue are taken
-        together, queue by queue in the order of their first pop, then the other reads
-        (leased pops among them) run one by one. Each operation gets its own answer
-        (ids for a send, a message for a read) or its own error: a bad send stores
-        nothing and a bad read (a missing queue) is undone, and neither fails another."""
-        sends = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, SendRequest)]
-        reads = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, ReadRequest)]
-        acks = [(n, op) for n, op in enumerate(operations, 1) if isinstance(op, AckRequest)]
+        go first, then the plain sends are stored together, then the sends with
+        options one by one, then the pops by queue are taken together, queue by queue
+        in the order of their first pop, then the other reads (leased pops among
+        them) run one by one. Each operation gets its own answer (ids for a send, a
+        message for a read) or its own error: a bad send stores nothing and a bad
+        read (a missing queue) is undone, and neither fails another."""
+        numbered = list(enumerate(operations, 1))
+        sends = [(n, op) for n, op in numbered if isinstance(op, SendRequest) and op.options.plain]
+        option_sends = sorted(
+            ((n, op) for n, op in numbered if isinstance(op, SendRequest) and not op.options.plain),
+            key=_dedup_lock_order,
+        )
+        reads = [(n, op) for n, op in numbered if isinstance(op, ReadRequest)]
+        acks = [(n, op) for n, op in numbered if isinstance(op, AckRequest)]
         groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
-        for n, op in enumerate(operations, 1):
+        for n, op in numbered:
             if isinstance(op, PopRequest):
                 groups.setdefault((op.queue_id, op.order), []).append((n, op))
-        pops = [numbered for group in groups.values() for numbered in group]
+        pops = [numbered_pop for group in groups.values() for numbered_pop in group]
         copies = [(k, queue) for k, (_, send) in enumerate(sends, 1) for queue in send.queue_ids]
-        rows = await self._call_many(
-            "courier_exchange_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-            " $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)",
+        arguments = [
             [n for n, _ in sends],
             [send.sender_id for _, send in sends],
             [send.body for _, send in sends],
@@ -286,7 +290,14 @@ class Repository:
             [n for n, _ in acks],
             [ack.holder_id for _, ack in acks],
             [ack.delivery_id for _, ack in acks],
-        )  # fmt: skip
+        ]  # fmt: skip
+        function = "courier_exchange_v2"
+        if option_sends:  # the plain path keeps the leaner function
+            function = "courier_exchange_v3"
+            arguments += [[_option_send(n, send) for n, send in option_sends],
+                          self._dedup_window_ms]  # fmt: skip
+        placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
+        rows = await self._call_many(f"{function}({placeholders})", *arguments)
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
         # unanswered, or answered with a broken row, fails alone.
@@ -463,6 +474,7 @@ class SendRequest:
     receiver: int | None = None
     priority: int = models.DEFAULT_PRIORITY
     context: int | None = None
+    options: SendOptions = PLAIN_SEND
 
 
 @dataclass(frozen=True, slots=True)
@@ -509,6 +521,20 @@ class BatchOutcome(Generic[T]):
 
     answers: list[T | errors.CourierError]
     exec_ns: int
+
+
+def _dedup_lock_order(numbered: tuple[int, SendRequest]) -> tuple[int, str]:
+    """Sends with a dedup id lock its row: every batch takes them in this order, so
+    two batches never wait on each other in a cycle."""
+    _, send = numbered
+    return send.sender_id, send.options.dedup_id or ""
+
+
+def _option_send(n: int, send: SendRequest) -> tuple[Any, ...]:
+    """A courier_option_send_v1 value."""
+    options = send.options
+    return (n, send.sender_id, list(send.queue_ids), send.body, send.receiver, send.priority,
+            send.context, options.delay_ms, options.ttl_ms, options.dedup_id)  # fmt: skip
 
 
 def _answer(operation: Operation, row: Any) -> Any:

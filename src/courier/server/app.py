@@ -13,7 +13,7 @@ import signal
 
 import uvloop
 
-from courier import config
+from courier import config, protocol
 from courier.db import batching, listen, pools, repository
 from courier.lab import mock
 from courier.server import (
@@ -33,17 +33,12 @@ SHUTDOWN_GRACE = 10.0
 """Seconds running requests get to finish after a stop signal."""
 
 
-def max_frame_bytes(limits: config.Limits) -> int:
-    """Frames well past the body limit still arrive whole and get PAYLOAD_TOO_LARGE."""
-    return 2 * limits.max_body_bytes + 64 * 1024
-
-
 class Server:
     def __init__(
         self, settings: config.ServerSettings, recorder: recording.Recorder | None = None
     ) -> None:
         self.settings = settings
-        frame_limit = max_frame_bytes(settings.limits)
+        frame_limit = protocol.frame_limit_for(settings.limits.max_body_bytes)
         self._listener = listener.Listener(
             connection.ConnectionSettings(frame_limit, recorder, settings.frame_timeout),
             settings.max_clients,

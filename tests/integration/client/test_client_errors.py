@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
-from client_harness import Connect, logged_in
+from client_harness import Connect, logged_in, register
 
-from courier import errors, protocol
+from courier import errors, models, protocol
+from courier.client import connection
 from courier.protocol.constants import HEADER
 from helpers.names import Unique
 from helpers.servers import ServerProcess, StartServer, address, closed_port_address
@@ -187,3 +189,35 @@ async def test_bytes_that_are_not_frames_lose_the_connection(
 async def test_no_reply_in_time_is_a_request_timeout(connect: Connect, impostor: Impostor) -> None:
     with pytest.raises(errors.RequestTimeout, match=r"within 0\.3s"):
         await connect(await impostor(None), request_timeout=0.3)
+
+
+async def test_a_late_error_reply_does_not_change_how_later_calls_fail(
+    start_server: StartServer, unique: Unique
+) -> None:
+    """A RECEIVE given up locally is answered QUEUE_EMPTY later; when the connection
+    then drops, the call in flight must fail as ConnectionLost (its fate unknown),
+    not as that stale QUEUE_EMPTY, which ``pop`` would turn into "nothing there"."""
+    server = await start_server()
+    name = unique("late")
+    await register(address(server), name)
+    link = await connection.Connection.open(server.address, timeout=5)
+    try:
+
+        async def call(request_id: int, request: protocol.Request, timeout: float) -> Any:
+            arrival = await link.exchange(request_id, protocol.encode(request_id, request), timeout)
+            return arrival.reply
+
+        await call(1, protocol.Login(client_id=None, name=name), 5)
+        queue = (await call(2, protocol.CreateQueue(unique("q")), 5)).queue.id
+        with pytest.raises(errors.RequestTimeout):
+            await call(3, protocol.Receive(queue, None, models.Order.TIME, 300), 0.05)
+        await asyncio.sleep(0.6)  # the late QUEUE_EMPTY has arrived by now
+        waiting = asyncio.create_task(
+            call(4, protocol.Receive(queue, None, models.Order.TIME, 30_000), 60)
+        )
+        await asyncio.sleep(0.2)
+        server.signal(signal.SIGKILL)
+        with pytest.raises(errors.ConnectionLost):
+            await waiting
+    finally:
+        await link.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import signal
 import time
 from collections.abc import Callable
@@ -103,3 +104,26 @@ async def test_after_a_kill_the_client_is_back_on_a_survivor_within_a_second(
         again = await watcher.receive(queue, timeout=5, lease=30)
         assert again is not None and again.deliveries == 2
         assert time.monotonic() - killed < 2.0
+
+
+async def test_the_clients_of_a_killed_server_spread_over_the_survivors(
+    start_server: StartServer, unique: Unique
+) -> None:
+    doomed, first, second = [await start_server() for _ in range(3)]
+    servers = addresses([doomed, first, second])
+    names = [unique(f"spread{n}") for n in range(16)]
+    for name in names:
+        await register(address(first), name)
+    await asyncio.sleep(1.1)  # past a new instance's grace (courier_instance_dead_v1)
+    clients = [await courier.AsyncClient.connect(servers, name=name) for name in names]
+    try:
+        assert {client.server for client in clients} == {address(doomed)}
+        doomed.signal(signal.SIGKILL)
+        await wait_until(lambda: all(client.server is None for client in clients))
+        await asyncio.gather(*(client.ping() for client in clients))
+        landed = collections.Counter(client.server for client in clients)
+        # Each picks a survivor at random: all 16 on one has odds of 1 in 32,768.
+        assert set(landed) == {address(first), address(second)}
+    finally:
+        for client in clients:
+            await client.close()

@@ -334,3 +334,63 @@ async def test_leased_pops_and_acks_ride_the_batch_and_fail_alone(
         "NoneType", "LeaseExpired", "NoneType", "LeaseExpired", "NoneType"
     ]  # fmt: skip
     assert batched.batches == [5]  # one call answered all five, each on its own
+
+
+async def test_sends_with_options_ride_the_batch_and_fail_alone(
+    batched: CountingRepository, writer: models.ClientInfo, reader: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    def options(**given: Any) -> repository.SendOptions:
+        return repository.SendOptions(**given)
+
+    answers = await asyncio.gather(
+        batched.send(writer.id, [queue.id], b"plain"),
+        batched.send(writer.id, [queue.id], b"once", options=options(dedup_id="k")),
+        batched.send(writer.id, [queue.id], b"later", options=options(delay_ms=60_000)),
+        batched.send(writer.id, [queue.id, 999_999], b"lost", options=options(ttl_ms=5_000)),
+        batched.send(writer.id, [queue.id], b"once again", options=options(dedup_id="k")),
+        batched.send(writer.id, [queue.id], b"bad", options=options(delay_ms=-1)),
+        return_exceptions=True,
+    )
+    assert batched.batches == [6]  # one call answered all six, each on its own
+    plain, once, later, lost, once_again, bad = answers
+    assert isinstance(lost, errors.QueueNotFound)
+    assert isinstance(bad, errors.BadRequest)
+    assert once_again == once  # the retry stored nothing and got the first ids
+    assert isinstance(plain, list) and isinstance(later, list)
+    # The bad sends stored nothing; the delayed one waits out of sight.
+    taken = [await batched.read(reader.id, queue_id=queue.id, pop=True) for _ in range(2)]
+    assert sorted(m.body for m in taken) == [b"once", b"plain"]
+    with pytest.raises(errors.QueueEmpty):
+        await batched.read(reader.id, queue_id=queue.id, pop=True)
+    held = await batched.pool.fetchval("SELECT count(*) FROM courier_held_messages")
+    assert held == 1
+
+
+async def test_batches_sharing_dedup_ids_in_any_order_never_deadlock(
+    dsn: str, pool: asyncpg.Pool, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    """Each batch locks the dedup rows of its sends; taken in opposite orders by two
+    batches at once they would wait on each other, unless the order is fixed."""
+    keys = [f"key-{n:03}" for n in range(60)]
+    pools = [await asyncpg.create_pool(dsn, min_size=1, max_size=1) for _ in range(2)]
+    try:
+        repos = [repository.Repository(opened) for opened in pools]
+
+        def batch(order: list[str]) -> list[repository.Operation]:
+            once = repository.SendOptions
+            return [Send(writer.id, [queue.id], key.encode(), options=once(dedup_id=key))
+                    for key in order]  # fmt: skip
+
+        for _ in range(3):
+            keys = [f"{key}+" for key in keys]  # fresh ids each round
+            forward, backward = await asyncio.gather(
+                repos[0].exchange(batch(keys)), repos[1].exchange(batch(keys[::-1]))
+            )
+            # Both stored or found every id, and agree on each.
+            assert forward.answers == backward.answers[::-1]
+            assert all(isinstance(ids, list) and len(ids) == 1 for ids in forward.answers)
+    finally:
+        for opened in pools:
+            await opened.close()
+    assert await message_count(pool) == 3 * len(keys)

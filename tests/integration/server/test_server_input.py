@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
+from pathlib import Path
 
 from server_harness import Connect, WireClient, log_in_new, raw_frame
 
@@ -13,6 +15,7 @@ from courier.protocol import frames
 from helpers.servers import ServerProcess, StartServer
 
 TIME = models.Order.TIME
+PROTOCOL_DOC = Path(__file__).resolve().parents[3] / "docs" / "protocol.md"
 
 
 async def expect_error_then_close(client: WireClient, request_id: int) -> frames.ErrorReply:
@@ -153,3 +156,27 @@ async def test_a_thousand_pipelined_requests(server: ServerProcess, connect: Con
     popped = await asyncio.wait_for(asyncio.gather(*pops), 60)
     bodies = {reply.message.text for reply in popped if isinstance(reply, frames.MessageReply)}
     assert bodies == {f"body-{n}" for n in range(0, 1000, 2)}
+
+
+async def test_the_frame_limit_is_the_one_docs_protocol_md_states(
+    server: ServerProcess, connect: Connect
+) -> None:
+    """The running server (default body limit) names its limit when a frame passes
+    it; that is the figure in the document, and a frame of exactly that size is still
+    taken as a frame."""
+    documented = re.search(r"\*\*([\d,]+) bytes\*\* with the default", PROTOCOL_DOC.read_text())
+    assert documented is not None
+    limit = int(documented.group(1).replace(",", ""))
+
+    at_limit = await connect(server)
+    at_limit.send_raw(raw_frame(frames.OPCODES[frames.Ping], 7, bytes(limit - 12)))
+    raw, reply = await at_limit.next_unsolicited()
+    assert raw.request_id == 7 and isinstance(reply, frames.ErrorReply)
+    assert reply.status == Status.BAD_REQUEST and "exceeds" not in reply.message
+    assert isinstance(await at_limit.ok(frames.Ping()), frames.Pong)  # still open
+
+    over = await connect(server)
+    over.send_raw(protocol.constants.HEADER.pack(protocol.VERSION, 0x20, 0, 8, limit - 11))
+    reply = await expect_error_then_close(over, 0)
+    told = re.search(r"exceeds the limit of (\d+) bytes", reply.message)
+    assert told is not None and int(told.group(1)) == limit

@@ -312,6 +312,40 @@ LANGUAGE sql AS $$
     FROM generate_subscripts(p_ack_requests, 1) a(n)
 $$;
 
+CREATE TYPE courier_option_send_v1 AS (
+    request integer, sender_id bigint, queue_ids bigint[], body bytea, receiver_id bigint,
+    priority integer, context bigint, delay_ms integer, ttl_ms integer, dedup_id text);
+
+CREATE FUNCTION courier_exchange_v3(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v1[], p_dedup_window_ms integer)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_exchange_v2(
+        p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+        p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests, p_pop_queues,
+        p_pop_orders, p_pop_readers, p_read_requests, p_read_readers, p_read_queues,
+        p_read_senders, p_read_orders, p_read_pops, p_read_leases, p_read_instances,
+        p_ack_requests, p_ack_holders, p_ack_deliveries)
+    UNION ALL
+    SELECT o.request, 0::smallint, NULL::text,
+           ARRAY(SELECT generate_series(1, coalesce(cardinality(o.queue_ids), 0)))::bigint[],
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+           NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+           NULL::bigint, NULL::text, 0::bigint
+    FROM unnest(p_option_sends) o
+$$;
+
 -- == Triggers ========================================================================
 
 CREATE FUNCTION courier_notify_messages_v2()
