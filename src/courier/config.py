@@ -21,6 +21,7 @@ DEFAULT_PORT = 7400
 DEFAULT_CONSOLE_PORT = 8080
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_FRAME_TIMEOUT = 10.0
+DEFAULT_LOGIN_TIMEOUT = 10.0
 CONFIG_FILE_NAME = "courier.toml"
 
 
@@ -55,12 +56,14 @@ class ServerSettings:
     dsn: str = ""
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT
-    max_clients: int = 256
+    max_clients: int = 256  # logged-in connections
+    max_anonymous: int = 64  # connections that have not logged in (the oldest make room)
     pool: PoolSettings = field(default_factory=PoolSettings)
     limits: Limits = field(default_factory=Limits)
     heartbeat_interval: float = 2.0
     instance_ttl: float = 10.0
     frame_timeout: float = DEFAULT_FRAME_TIMEOUT  # seconds to send a frame once it has begun
+    login_timeout: float = DEFAULT_LOGIN_TIMEOUT  # seconds a connection may stay anonymous
     mock: bool = False
     batching: bool = True  # coalesce concurrent sends and reads into batched calls
     record_dir: Path | None = None

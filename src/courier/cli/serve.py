@@ -46,9 +46,24 @@ def local_dsn(data_dir: Path) -> str | None:
 @click.option("--port", default=DEFAULTS.port, show_default=True, help="0 picks a free port.")
 @click.option(
     "--max-clients",
+    type=click.IntRange(min=1),
     default=DEFAULTS.max_clients,
     show_default=True,
-    help="Connections accepted at once.",
+    help="Clients logged in at once; a LOGIN beyond them is answered SERVER_FULL.",
+)
+@click.option(
+    "--max-anonymous",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.max_anonymous,
+    show_default=True,
+    help="Connections kept that have not logged in; a newcomer beyond them pushes out the oldest.",
+)
+@click.option(
+    "--login-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.login_timeout,
+    show_default=True,
+    help="Seconds a connection may stay open without logging in.",
 )
 @click.option(
     "--pool-size", default=DEFAULTS.pool.max_size, show_default=True, help="Database connections."
@@ -102,6 +117,8 @@ def serve(
     host: str,
     port: int,
     max_clients: int,
+    max_anonymous: int,
+    login_timeout: float,
     pool_size: int,
     max_body_bytes: int,
     dedup_window: float,
@@ -125,6 +142,8 @@ def serve(
         host=host,
         port=port,
         max_clients=max_clients,
+        max_anonymous=max_anonymous,
+        login_timeout=login_timeout,
         pool=config.PoolSettings(min_size=min(2, pool_size), max_size=pool_size),
         limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
         heartbeat_interval=heartbeat_interval,

@@ -101,6 +101,8 @@ class Connection:
             raise errors.RequestTimeout(f"no reply from {self.label} within {timeout:g}s") from None
         finally:
             self._pending.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # seen: the call raised its own error, or was answered
 
     def post(self, frame: bytes) -> None:
         """Send a request whose reply nobody waits for (it is dropped when it comes)."""

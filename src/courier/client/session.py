@@ -183,7 +183,7 @@ class Session:
             reply = await self._call_on(opened, greeting, _reply_type(greeting))
         except errors.ServerFull as exc:
             await opened.close()
-            raise errors.ServerFull(f"{opened.label} is full") from exc
+            raise errors.ServerFull(f"{opened.label} is full ({exc.message})") from exc
         except errors.ClientOnline as exc:
             await opened.close()
             raise errors.ClientOnline(_online_message(opened.label, greeting)) from exc

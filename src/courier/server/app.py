@@ -40,8 +40,11 @@ class Server:
         self.settings = settings
         frame_limit = protocol.frame_limit_for(settings.limits.max_body_bytes)
         self._listener = listener.Listener(
-            connection.ConnectionSettings(frame_limit, recorder, settings.frame_timeout),
+            connection.ConnectionSettings(
+                frame_limit, recorder, settings.frame_timeout, settings.login_timeout
+            ),
             settings.max_clients,
+            settings.max_anonymous,
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None

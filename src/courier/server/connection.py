@@ -17,7 +17,9 @@ pipelines without reading holds at most that plus the replies of the requests
 already running; if it takes none of them for a whole frame timeout, it is cut
 off (as is a closing connection whose peer stops taking its last replies). A
 frame that has begun to arrive must be whole within the frame timeout, else the
-peer gets an error and is dropped; between frames a connection may idle for ever.
+peer gets an error and is dropped. A connection that has not logged in is dropped
+after the login timeout (and may be pushed out sooner by newcomers: see
+``admission``); a logged-in one may idle between frames for ever.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from typing import Any
 from courier import config, errors, protocol
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
-from courier.server import backend, handlers, recording, session
+from courier.server import admission, backend, handlers, recording, session
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,8 @@ class ConnectionSettings:
     frame_timeout: float = config.DEFAULT_FRAME_TIMEOUT
     """Seconds a peer may take to send a frame once it has begun, and may leave
     the replies waiting for it untaken before it is cut off."""
+    login_timeout: float = config.DEFAULT_LOGIN_TIMEOUT
+    """Seconds a connection may stay open without logging in."""
 
 
 class Connection:
@@ -71,6 +75,7 @@ class Connection:
         writer: asyncio.StreamWriter,
         services: handlers.Services,
         settings: ConnectionSettings,
+        places: admission.Admission[Connection] | None = None,
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -79,6 +84,10 @@ class Connection:
         self._services = services
         self._frame_timeout = settings.frame_timeout
         self._frame_deadline: float | None = None  # loop time; set while a frame is partial
+        self._login_timeout = settings.login_timeout
+        self._login_deadline: float | None = None  # loop time; set while not logged in
+        self._start_login_clock()
+        self._places = places or admission.Admission(1, 1)
         self._recorder = settings.recorder
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
@@ -105,6 +114,12 @@ class Connection:
         finally:
             self._abandon()
 
+    def push_out(self) -> None:
+        """Newer connections need the place of this one, which has not logged in."""
+        message = "too many connections that have not logged in: log in at once after connecting"
+        self._write(protocol.encode(0, frames.ErrorReply(errors.Status.SERVER_FULL, message)))
+        self.stop(graceful=False)
+
     def stop(self, *, graceful: bool = True) -> None:
         """Read no more requests. Graceful: answer those already running; otherwise
         end the waiting ones as if the peer had left."""
@@ -118,7 +133,7 @@ class Connection:
             try:
                 data = await self._read()
             except TimeoutError:
-                self._reject_stalled_frame()
+                self._reject_overdue()
                 return
             except ConnectionError:
                 return
@@ -144,11 +159,16 @@ class Connection:
             self._watch_partial_frame(completed=bool(raws))
 
     async def _read(self) -> bytes:
-        """The next chunk, b"" at the end; TimeoutError once a partial frame is overdue."""
-        if self._frame_deadline is None:
+        """The next chunk, b"" at the end; TimeoutError once a partial frame or the
+        login is overdue."""
+        deadlines = [d for d in (self._frame_deadline, self._login_deadline) if d is not None]
+        if not deadlines:
             return await self._reader.read(READ_SIZE)
-        async with asyncio.timeout_at(self._frame_deadline):
+        async with asyncio.timeout_at(min(deadlines)):
             return await self._reader.read(READ_SIZE)
+
+    def _start_login_clock(self) -> None:
+        self._login_deadline = asyncio.get_running_loop().time() + self._login_timeout
 
     def _watch_partial_frame(self, *, completed: bool) -> None:
         """Start the clock when a frame begins to arrive; stop it when none is partial.
@@ -161,9 +181,15 @@ class Connection:
         elif completed or self._frame_deadline is None:
             self._frame_deadline = asyncio.get_running_loop().time() + self._frame_timeout
 
-    def _reject_stalled_frame(self) -> None:
-        log.debug("%s left a frame incomplete for %gs; dropping it", self.peer, self._frame_timeout)
-        message = f"no whole frame within {self._frame_timeout:g}s of its first byte"
+    def _reject_overdue(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if self._login_deadline is not None and now >= self._login_deadline:
+            log.debug("%s did not log in within %gs; dropping it", self.peer, self._login_timeout)
+            message = f"no LOGIN within {self._login_timeout:g}s of connecting"
+        else:
+            log.debug("%s left a frame incomplete for %gs; dropping it", self.peer,
+                      self._frame_timeout)  # fmt: skip
+            message = f"no whole frame within {self._frame_timeout:g}s of its first byte"
         self._write(protocol.encode(0, frames.ErrorReply(errors.Status.BAD_REQUEST, message)))
 
     async def _caught_up(self) -> bool:
@@ -257,12 +283,28 @@ class Connection:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[Opcode(opcode)]
         context = handlers.Context(self._services, current, timing, self._cancel_waiting)
-        reply = await handler(context, request)
-        if opcode == Opcode.LOGIN and isinstance(reply, frames.ClientReply):
+        if opcode != Opcode.LOGIN:
+            reply = await handler(context, request)
+            if opcode == Opcode.LOGOUT:
+                self._become_anonymous()
+            return reply
+        if current.client is None:
+            self._places.log_in(self)  # ServerFull when every place is taken
+        try:
+            reply = await handler(context, request)
+        except BaseException:
+            if self.session.client is None:
+                self._places.log_out(self)
+            raise
+        if isinstance(reply, frames.ClientReply):
             self.session = session.Session(reply.client)
-        elif opcode == Opcode.LOGOUT:
-            self.session = session.Session()
+            self._login_deadline = None
         return reply
+
+    def _become_anonymous(self) -> None:
+        self.session = session.Session()
+        self._places.log_out(self)
+        self._start_login_clock()
 
     def _unexpected(self, raw: frames.RawFrame, exc: Exception) -> frames.ErrorReply:
         # Storage reports an unreachable database as Unavailable, a CourierError that

@@ -1,7 +1,9 @@
-"""Accept connections up to the instance's capacity; stop them all on shutdown.
+"""Accept connections within the instance's capacity; stop them all on shutdown.
 
-A connection beyond ``max_clients`` is told SERVER_FULL (request id 0) and closed
-at once, before it can send anything; the clients already connected notice nothing.
+Every connection is accepted, as one that has not logged in. Beyond
+``max_anonymous`` of those, the oldest is told SERVER_FULL (request id 0) and
+closed to make room; a LOGIN beyond ``max_clients`` logged-in connections is
+answered SERVER_FULL (see ``admission``). The clients logged in notice nothing.
 """
 
 from __future__ import annotations
@@ -11,16 +13,20 @@ import contextlib
 import logging
 
 from courier import errors, protocol
-from courier.server import connection, handlers
+from courier.server import admission, connection, handlers
 
 log = logging.getLogger(__name__)
 
 
 class Listener:
-    def __init__(self, settings: connection.ConnectionSettings, max_clients: int) -> None:
+    def __init__(
+        self, settings: connection.ConnectionSettings, max_clients: int, max_anonymous: int
+    ) -> None:
         self._services: handlers.Services | None = None
         self._settings = settings
-        self._max_clients = max_clients
+        self._places: admission.Admission[connection.Connection] = admission.Admission(
+            max_clients, max_anonymous
+        )
         self._connections: dict[connection.Connection, asyncio.Task[None]] = {}
         self._server: asyncio.Server | None = None
 
@@ -74,23 +80,27 @@ class Listener:
                 conn.stop(graceful=False)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        if len(self._connections) >= self._max_clients or self._services is None:
+        if self._services is None:
             await refuse(writer)
             return
-        conn = connection.Connection(reader, writer, self._services, self._settings)
+        conn = connection.Connection(reader, writer, self._services, self._settings, self._places)
         task = asyncio.current_task()
         assert task is not None
         self._connections[conn] = task
+        pushed_out = self._places.arrive(conn)
+        if pushed_out is not None:
+            pushed_out.push_out()
         try:
             await conn.serve()
         except Exception:
             log.exception("connection from %s failed", conn.peer)
         finally:
             del self._connections[conn]
+            self._places.leave(conn)
 
 
 async def refuse(writer: asyncio.StreamWriter) -> None:
-    """Tell a client the server is full, and hang up."""
+    """Tell a client the server is not serving yet, and hang up."""
     full = protocol.ErrorReply(errors.Status.SERVER_FULL, errors.ServerFull().message)
     writer.write(protocol.encode(0, full))
     writer.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 from client_harness import Connect, logged_in, register
 
+import courier
 from courier import errors, models, protocol
 from courier.client import connection
 from courier.protocol.constants import HEADER
@@ -106,11 +108,14 @@ async def test_not_authorised_and_not_logged_in(
     assert await read_only.pop(queue) is None
 
 
-async def test_server_full(connect: Connect, start_server: StartServer) -> None:
+async def test_server_full(connect: Connect, start_server: StartServer, unique: Unique) -> None:
     full = await start_server(max_clients=1)
-    await connect(address(full))
-    with pytest.raises(errors.ServerFull, match="full"):
-        await connect(address(full))
+    first, second = unique("first"), unique("second")
+    for name in (first, second):
+        await register(address(full), name)
+    await connect(address(full), name=first)
+    with pytest.raises(errors.ServerFull, match="maximum of 1 logged-in clients"):
+        await connect(address(full), name=second)
 
 
 async def test_unavailable_when_the_database_is_gone(
@@ -221,3 +226,26 @@ async def test_a_late_error_reply_does_not_change_how_later_calls_fail(
             await waiting
     finally:
         await link.close()
+
+
+async def test_a_body_far_too_large_fails_typed_and_leaves_no_unseen_error(
+    servers: list[ServerProcess], unique: Unique
+) -> None:
+    """The server refuses the frame and hangs up while the client is still writing
+    it: the call fails with the server's reason, and asyncio has nothing to report."""
+    unseen: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unseen.append(context))
+    try:
+        name = unique("big")
+        await register(address(servers[0]), name)
+        client = await courier.AsyncClient.connect(address(servers[0]), name=name)
+        queue = await client.create_queue(unique("q"))
+        with pytest.raises((errors.BadRequest, errors.ConnectionLost)):
+            await client.send(queue, b"x" * (10 * 1024 * 1024))
+        await client.close()
+        gc.collect()
+        await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert unseen == []

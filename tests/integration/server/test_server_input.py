@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 import re
+import time
 from pathlib import Path
 
 from server_harness import Connect, WireClient, log_in_new, raw_frame
@@ -110,26 +111,54 @@ async def test_garbage_on_one_connection_leaves_other_clients_intact(
 
 async def test_capacity_limit(start_server: StartServer, connect: Connect) -> None:
     server = await start_server(max_clients=2)
-    first, second = await connect(server), await connect(server)
-    for client in (first, second):
-        assert isinstance(await client.ok(frames.Ping()), frames.Pong)
-    third = await connect(server)
-    reply = await expect_error_then_close(third, 0)
-    assert reply.status == Status.SERVER_FULL
-    # The two admitted clients are unaffected; a freed slot admits a newcomer.
+    first, second, third = [await connect(server) for _ in range(3)]
+    for n, client in enumerate((first, second)):
+        await log_in_new(client, f"in{n}")
+    late = await third.ok(frames.Register("late", models.ClientMode.READ_WRITE))
+    assert isinstance(late, frames.ClientReply)
+    assert await third.error(frames.Login(client_id=late.client.id, name=None)) == (
+        Status.SERVER_FULL
+    )
+    # The refused connection stays open, the two logged in are unaffected, and a
+    # place freed by a LOGOUT lets the newcomer in.
     assert isinstance(await second.ok(frames.Ping()), frames.Pong)
-    await first.close()
-    for _ in range(100):
-        newcomer = await WireClient.connect(server.address)
-        try:
-            reply = await newcomer.call(frames.Ping())
-        except Exception:
-            reply = None
-        await newcomer.close()
-        if isinstance(reply, frames.Pong):
-            break
-        await asyncio.sleep(0.02)
-    assert isinstance(reply, frames.Pong)
+    assert isinstance(await first.ok(frames.Logout()), frames.Done)
+    logged_in = await third.ok(frames.Login(client_id=late.client.id, name=None))
+    assert isinstance(logged_in, frames.ClientReply)
+
+
+async def test_idle_connections_that_never_log_in_cannot_lock_anyone_out(
+    start_server: StartServer, connect: Connect
+) -> None:
+    server = await start_server(max_anonymous=3, max_clients=2)
+    idle = [await connect(server) for _ in range(3)]
+    assert isinstance(await idle[0].ok(frames.Ping()), frames.Pong)
+    newcomer = await connect(server)  # the fourth pushes out the oldest idle one
+    reply = await expect_error_then_close(idle[0], 0)
+    assert reply.status == Status.SERVER_FULL and "not logged in" in reply.message
+    await log_in_new(newcomer, "newcomer")
+    assert isinstance(await idle[1].ok(frames.Ping()), frames.Pong)  # the others stay
+    # Once logged in, a connection is never pushed out by idle ones.
+    for _ in range(5):
+        await connect(server)
+    assert isinstance(await newcomer.ok(frames.Ping()), frames.Pong)
+
+
+async def test_a_connection_that_does_not_log_in_in_time_is_closed(
+    start_server: StartServer, connect: Connect
+) -> None:
+    server = await start_server(login_timeout=0.5)
+    idle, busy = await connect(server), await connect(server)
+    started = time.monotonic()
+    await log_in_new(busy, "busy")
+    reply = await expect_error_then_close(idle, 0)
+    assert reply.status == Status.BAD_REQUEST and "no LOGIN within 0.5s" in reply.message
+    assert 0.4 < time.monotonic() - started < 3
+    await asyncio.sleep(0.3)
+    assert isinstance(await busy.ok(frames.Ping()), frames.Pong)  # logged in: no deadline
+    assert isinstance(await busy.ok(frames.Logout()), frames.Done)
+    reply = await expect_error_then_close(busy, 0)  # anonymous again: the clock runs again
+    assert "no LOGIN" in reply.message
 
 
 async def test_a_thousand_pipelined_requests(server: ServerProcess, connect: Connect) -> None:
@@ -180,3 +209,18 @@ async def test_the_frame_limit_is_the_one_docs_protocol_md_states(
     reply = await expect_error_then_close(over, 0)
     told = re.search(r"exceeds the limit of (\d+) bytes", reply.message)
     assert told is not None and int(told.group(1)) == limit
+
+
+async def test_a_thousand_idle_sockets_do_not_stop_a_client_from_logging_in(
+    server: ServerProcess, connect: Connect
+) -> None:
+    idle = []
+    try:
+        for _ in range(1000):
+            idle.append(await asyncio.open_connection(*server.address))
+        client = await connect(server)
+        await log_in_new(client, "among-the-idle")
+        assert isinstance(await client.ok(frames.Ping()), frames.Pong)
+    finally:
+        for _, writer in idle:
+            writer.close()

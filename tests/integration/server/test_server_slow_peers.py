@@ -141,13 +141,14 @@ async def test_a_client_that_never_reads_costs_bounded_memory_and_slows_no_one(
     )
 
 
-async def admitted_after(server: ServerProcess, deadline: float) -> float:
-    """Seconds until a newcomer is admitted and answered (the server is at capacity)."""
+async def admitted_after(server: ServerProcess, name: str, deadline: float) -> float:
+    """Seconds until a newcomer may log in as ``name`` (the server is at capacity)."""
     started = time.monotonic()
     while time.monotonic() < deadline:
         newcomer = await WireClient.connect(server.address)
         try:
-            if isinstance(await newcomer.call(frames.Ping(), timeout=1), frames.Pong):
+            login = frames.Login(client_id=None, name=name)
+            if isinstance(await newcomer.call(login, timeout=1), frames.ClientReply):
                 return time.monotonic() - started
         except Exception:
             pass
@@ -164,13 +165,15 @@ async def test_a_client_that_stops_reading_is_cut_off_after_the_frame_timeout(
     server = await start_server(frame_timeout=1, max_clients=2)
     good = await connect(server)
     await log_in_new(good, "patient")
+    assert isinstance(await good.ok(frames.Register("newcomer", models.ClientMode.READ_WRITE)),
+                      frames.ClientReply)  # fmt: skip
     hoarder = await RawPeer.open(server.address)
     peers.append(hoarder)
     hoard = await hoarder.hoard_setup("stopper")
     hoarder.pipeline_peeks(hoard, 1000)
     if half_close:
         hoarder.writer.write_eof()
-    waited = await admitted_after(server, time.monotonic() + 15)
+    waited = await admitted_after(server, "newcomer", time.monotonic() + 15)
     assert waited >= 0.9  # the hoarder held its place for a whole timeout first
     assert isinstance(await good.ok(frames.Ping()), frames.Pong)
 

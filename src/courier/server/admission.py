@@ -1,0 +1,65 @@
+"""Who may hold a connection: logged-in clients, and a few that have not logged in.
+
+A connection starts *anonymous*. At most ``max_anonymous`` anonymous connections are
+kept; a newcomer beyond that makes room by pushing out the oldest, so idle sockets
+that never log in can never lock out a client that is about to (it logs in within
+milliseconds of connecting). A LOGIN takes one of ``max_clients`` places, or is
+answered SERVER_FULL; a LOGOUT gives it back, and the connection is anonymous again.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from courier import errors
+
+C = TypeVar("C")
+
+
+class Admission(Generic[C]):
+    def __init__(self, max_clients: int, max_anonymous: int) -> None:
+        self.max_clients = max_clients
+        self.max_anonymous = max_anonymous
+        self._anonymous: dict[C, None] = {}  # oldest first
+        self._logged_in: set[C] = set()
+
+    @property
+    def anonymous(self) -> int:
+        return len(self._anonymous)
+
+    @property
+    def logged_in(self) -> int:
+        return len(self._logged_in)
+
+    def arrive(self, connection: C) -> C | None:
+        """Admit a new connection, anonymous; the oldest anonymous one it pushed out."""
+        self._anonymous[connection] = None
+        if len(self._anonymous) <= self.max_anonymous:
+            return None
+        oldest = next(iter(self._anonymous))
+        del self._anonymous[oldest]
+        return oldest
+
+    def log_in(self, connection: C) -> None:
+        """Take a client's place for the connection; ServerFull when none is free."""
+        if connection in self._logged_in:
+            return
+        if len(self._logged_in) >= self.max_clients:
+            raise errors.ServerFull(
+                f"this server holds its maximum of {self.max_clients} logged-in clients"
+            )
+        self._anonymous.pop(connection, None)
+        self._logged_in.add(connection)
+
+    def log_out(self, connection: C) -> None:
+        """The connection's login failed or ended: it is anonymous again, the newest."""
+        if connection in self._logged_in:
+            self._logged_in.discard(connection)
+            self._anonymous[connection] = None
+
+    def leave(self, connection: C) -> None:
+        self._anonymous.pop(connection, None)
+        self._logged_in.discard(connection)
+
+    def is_anonymous(self, connection: C) -> bool:
+        return connection in self._anonymous
