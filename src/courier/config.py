@@ -47,6 +47,10 @@ class PoolSettings:
 
     min_size: int = 2
     max_size: int = 10
+    acquire_timeout: float = 10.0
+    """Seconds a request waits for a free connection; then UNAVAILABLE."""
+    statement_timeout: float = 60.0
+    """Seconds a stored-function call may take; then it is cancelled and UNAVAILABLE."""
 
 
 @dataclass(frozen=True, slots=True)

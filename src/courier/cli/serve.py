@@ -69,6 +69,20 @@ def local_dsn(data_dir: Path) -> str | None:
     "--pool-size", default=DEFAULTS.pool.max_size, show_default=True, help="Database connections."
 )
 @click.option(
+    "--pool-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.pool.acquire_timeout,
+    show_default=True,
+    help="Seconds a request waits for a free database connection (then UNAVAILABLE).",
+)
+@click.option(
+    "--statement-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.pool.statement_timeout,
+    show_default=True,
+    help="Seconds a database call may take before it is cancelled (then UNAVAILABLE).",
+)
+@click.option(
     "--max-body-bytes",
     default=DEFAULTS.limits.max_body_bytes,
     show_default=True,
@@ -120,6 +134,8 @@ def serve(
     max_anonymous: int,
     login_timeout: float,
     pool_size: int,
+    pool_timeout: float,
+    statement_timeout: float,
     max_body_bytes: int,
     dedup_window: float,
     heartbeat_interval: float,
@@ -144,7 +160,12 @@ def serve(
         max_clients=max_clients,
         max_anonymous=max_anonymous,
         login_timeout=login_timeout,
-        pool=config.PoolSettings(min_size=min(2, pool_size), max_size=pool_size),
+        pool=config.PoolSettings(
+            min_size=min(2, pool_size),
+            max_size=pool_size,
+            acquire_timeout=pool_timeout,
+            statement_timeout=statement_timeout,
+        ),
         limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,

@@ -156,9 +156,12 @@ class BatchedRepository(repository.Repository):
     """
 
     def __init__(
-        self, pool: asyncpg.Pool, limits: config.Limits = repository.DEFAULT_LIMITS
+        self,
+        pool: asyncpg.Pool,
+        limits: config.Limits = repository.DEFAULT_LIMITS,
+        timeouts: config.PoolSettings = repository.DEFAULT_POOL,
     ) -> None:
-        super().__init__(pool, limits)
+        super().__init__(pool, limits, timeouts)
         self._batcher: Batcher[repository.Operation, Any] = Batcher(self._run_batch)
 
     async def send(

@@ -11,8 +11,9 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -25,6 +26,8 @@ from courier.db import _translate, pools
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
 DEFAULT_POOL = config.PoolSettings()
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -71,9 +74,16 @@ class Sweep:
 
 
 class Repository:
-    def __init__(self, pool: asyncpg.Pool, limits: config.Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        limits: config.Limits = DEFAULT_LIMITS,
+        timeouts: config.PoolSettings = DEFAULT_POOL,
+    ) -> None:
         self.pool = pool
         self.limits = limits
+        self._acquire_timeout = timeouts.acquire_timeout
+        self._statement_timeout = timeouts.statement_timeout
 
     @classmethod
     async def connect(
@@ -87,7 +97,7 @@ class Repository:
             opened = await asyncpg.create_pool(dsn, min_size=pool.min_size, max_size=pool.max_size)
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
-        return cls(opened, limits)
+        return cls(opened, limits, pool)
 
     async def close(self) -> None:
         """Close gracefully, or terminate if connections do not come back in time."""
@@ -154,11 +164,10 @@ class Repository:
         columns = (row["ids"], row["addresses"], row["started_ats"], row["heartbeat_ats"])
         return [models.Instance(*fields) for fields in zip(*columns, strict=True)]
 
-    async def expire_instances(
-        self, ttl_seconds: float, *, timing: Timing | None = None
-    ) -> list[int]:
-        """Delete instances whose heartbeat is older than ttl, releasing their sessions."""
-        row = await self._call("courier_expire_instances_v1($1)", ttl_seconds, timing=timing)
+    async def expire_instances(self, *, timing: Timing | None = None) -> list[int]:
+        """Delete instances whose heartbeat is older than their own ttl, releasing
+        their sessions and leases."""
+        row = await self._call("courier_expire_instances_v2()", timing=timing)
         return list(row["ids"])
 
     async def reap_instances(self, instance_id: int, *, timing: Timing | None = None) -> list[int]:
@@ -430,13 +439,13 @@ class Repository:
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
         """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""
         started = time.perf_counter_ns()
-        try:
-            async with self.pool.acquire() as connection:
-                acquired = time.perf_counter_ns()
-                row = await connection.fetchrow(f"SELECT * FROM {function_call}", *args)
-                answered = time.perf_counter_ns()
-        except _translate.TRANSLATED as exc:
-            raise _translate.translate(exc) from exc
+        async with self._connection() as connection:
+            acquired = time.perf_counter_ns()
+            query = f"SELECT * FROM {function_call}"
+            row = await self._timed(
+                connection.fetchrow(query, *args, timeout=self._statement_timeout)
+            )
+            answered = time.perf_counter_ns()
         if timing is not None:
             timing.pool_wait_ns = acquired - started
             timing.round_trip_ns = answered - acquired
@@ -448,12 +457,40 @@ class Repository:
 
     async def _call_many(self, function_call: str, *args: Any) -> list[Any]:
         """Run ``SELECT * FROM <function_call>`` for a batch; translate failures."""
+        async with self._connection() as connection:
+            rows: list[Any] = await self._timed(connection.fetch(
+                f"SELECT * FROM {function_call}", *args, timeout=self._statement_timeout
+            ))  # fmt: skip
+        return rows
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
+        """A pooled connection; UNAVAILABLE when none is free within the acquire timeout.
+        Failures inside come out translated."""
         try:
-            async with self.pool.acquire() as connection:
-                rows: list[Any] = await connection.fetch(f"SELECT * FROM {function_call}", *args)
+            connection = await self.pool.acquire(timeout=self._acquire_timeout)
+        except TimeoutError as exc:
+            raise errors.Unavailable(
+                f"no database connection was free within {self._acquire_timeout:g}s"
+            ) from exc
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
-        return rows
+        try:
+            yield connection
+        except _translate.TRANSLATED as exc:
+            raise _translate.translate(exc) from exc
+        finally:
+            await self.pool.release(connection)
+
+    async def _timed(self, call: Awaitable[T]) -> T:
+        """The call's result; UNAVAILABLE if the database did not answer in time (asyncpg
+        has cancelled the statement by then: whether it committed is unknown)."""
+        try:
+            return await call
+        except TimeoutError as exc:
+            raise errors.Unavailable(
+                f"the database did not answer within {self._statement_timeout:g}s"
+            ) from exc
 
     def _check_message(self, body: bytes, priority: int) -> None:
         """Cheap checks before the round trip; the stored function repeats them."""
@@ -509,9 +546,6 @@ class AckRequest:
 
 
 Operation = SendRequest | PopRequest | ReadRequest | AckRequest
-
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)

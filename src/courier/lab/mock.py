@@ -89,9 +89,7 @@ class MockBackend:
     ) -> list[models.Instance]:
         return []
 
-    async def expire_instances(
-        self, ttl_seconds: float, *, timing: repository.Timing | None = None
-    ) -> list[int]:
+    async def expire_instances(self, *, timing: repository.Timing | None = None) -> list[int]:
         return []
 
     async def reap_instances(

@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE = 10.0
 """Seconds running requests get to finish after a stop signal."""
 
+HEALTH_POOL = config.PoolSettings(min_size=1, max_size=1, statement_timeout=5.0)
+"""One connection of its own for the instance registry."""
+
 
 class Server:
     def __init__(
@@ -48,6 +51,7 @@ class Server:
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
+        self._health: repository.Repository | None = None
         self._notifier: listen.NotificationListener | None = None
         self._registry: registry.InstanceRegistry | None = None
         self._services: handlers.Services | None = None
@@ -63,7 +67,7 @@ class Server:
             instance_id = 0
         else:
             repo = await self._open_database()
-            store, instance_id = repo, await self._register(repo)
+            store, instance_id = repo, await self._register(await self._open_health_link())
             self._sweeper = sweeper.Sweeper(repo)
             self._sweeper.start()
         self._services = handlers.Services(
@@ -75,12 +79,22 @@ class Server:
     async def _open_database(self) -> repository.Repository:
         settings = self.settings
         kind = batching.BatchedRepository if settings.batching else repository.Repository
-        self._repo = kind(await pools.open_pool(settings.dsn, settings.pool), settings.limits)
+        pool = await pools.open_pool(settings.dsn, settings.pool)
+        self._repo = kind(pool, settings.limits, settings.pool)
         self._notifier = listen.NotificationListener(
             settings.dsn, self._waiters.notify_payload, self._waiters.wake_all
         )
         await self._notifier.start()
         return self._repo
+
+    async def _open_health_link(self) -> repository.Repository:
+        """The registry's own database connection: heartbeats and the search for dead
+        instances never wait behind requests for the pool, so a busy instance is never
+        taken for a dead one."""
+        self._health = repository.Repository(
+            await pools.open_pool(self.settings.dsn, HEALTH_POOL), self.settings.limits, HEALTH_POOL
+        )
+        return self._health
 
     async def _register(self, store: backend.InstanceStore) -> int:
         settings = self.settings
@@ -111,8 +125,9 @@ class Server:
             await self._sweeper.stop()
         if self._notifier is not None:
             await self._notifier.close()
-        if self._repo is not None:
-            await self._repo.close()
+        for repo in (self._repo, self._health):
+            if repo is not None:
+                await repo.close()
 
 
 async def serve(

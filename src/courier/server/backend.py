@@ -125,9 +125,7 @@ class InstanceStore(Protocol):
 
     async def heartbeat(self, instance_id: int, *, timing: Timing | None = None) -> None: ...
 
-    async def expire_instances(
-        self, ttl_seconds: float, *, timing: Timing | None = None
-    ) -> list[int]: ...
+    async def expire_instances(self, *, timing: Timing | None = None) -> list[int]: ...
 
     async def reap_instances(
         self, instance_id: int, *, timing: Timing | None = None

@@ -107,7 +107,7 @@ class InstanceRegistry:
         except errors.InternalError:
             # The registry no longer knows this instance: it was expired while away.
             await self._register_again()
-        expired = await self._store.expire_instances(self._ttl)
+        expired = await self._store.expire_instances()
         if expired:
             log.info("expired silent instances %s; their sessions are released", expired)
 

@@ -67,13 +67,13 @@ async def test_expire_deletes_silent_instances_and_releases_their_sessions(
     await repo.login(bob.id, dead.id)
     await age_heartbeat(pool, dead.id, 30)
 
-    assert await repo.expire_instances(10) == [dead.id]
+    assert await repo.expire_instances() == [dead.id]
 
     assert [instance.id for instance in await repo.list_instances()] == [live.id]
     assert (await repo.get_client(alice.id)).online is True
     assert (await repo.get_client(bob.id)).online is False
     assert (await repo.login(bob.id, live.id)).online is True
-    assert await repo.expire_instances(10) == []
+    assert await repo.expire_instances() == []
 
 
 async def test_unregister_releases_sessions(repo: repository.Repository) -> None:
@@ -122,3 +122,14 @@ async def test_a_login_takes_over_the_session_of_a_dead_instance(
     await asyncio.sleep(1.1)
     assert (await repo.login(client.id, survivor.id)).online
     assert dead.id not in {instance.id for instance in await repo.list_instances()}
+
+
+async def test_each_instance_is_expired_by_its_own_ttl(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    patient = await repo.register_instance("127.0.0.1:7400", ttl_seconds=60)
+    hasty = await repo.register_instance("127.0.0.1:7401", ttl_seconds=5)
+    for instance in (patient, hasty):
+        await age_heartbeat(pool, instance.id, 30)
+    assert await repo.expire_instances() == [hasty.id]
+    assert [instance.id for instance in await repo.list_instances()] == [patient.id]

@@ -129,3 +129,40 @@ async def test_an_expired_instance_registers_again_and_keeps_its_sessions(
     # The session really is held: nobody else can log in as this client.
     other = await connect(server)
     assert await other.error(frames.Login(info.id, None)) == Status.CLIENT_ONLINE
+
+
+async def test_a_starved_pool_does_not_get_a_healthy_instance_expired(
+    dsn: str, start_server: StartServer, connect: Connect
+) -> None:
+    """Every pooled connection of one instance waits on a lock far longer than its
+    ttl: its heartbeats, on a connection of their own, keep it registered and its
+    clients' sessions alive; a request that finds no free connection gets
+    UNAVAILABLE after the pool timeout instead of waiting for ever."""
+    busy = await start_server(
+        pool_size=1, no_batching=True, instance_ttl=1, heartbeat_interval=0.2, pool_timeout=0.5
+    )
+    await start_server(heartbeat_interval=0.2)  # a watcher, expiring silent instances
+    sender, other = await connect(busy), await connect(busy)
+    client = await log_in_new(sender, "starved")
+    await log_in_new(other, "waiting")
+    queue = (await sender.ok(frames.CreateQueue("locked"))).queue  # type: ignore[union-attr]
+    blocker = await asyncpg.connect(dsn)
+    try:
+        transaction = blocker.transaction()
+        await transaction.start()
+        await blocker.execute("SELECT FROM courier_queues WHERE id = $1 FOR UPDATE", queue.id)
+        stuck = asyncio.create_task(sender.call(frames.Send((queue.id,), b"x", None, 5, None)))
+        await asyncio.sleep(0.3)  # the send holds the pool's only connection now
+        started = time.monotonic()
+        assert await other.error(frames.GetQueue(queue.id, None)) == Status.UNAVAILABLE
+        assert 0.4 < time.monotonic() - started < 3
+        await asyncio.sleep(3)  # three times the ttl
+        rows = await fetch(dsn, "SELECT address FROM courier_instances")
+        assert f"127.0.0.1:{busy.port}" in [row["address"] for row in rows]
+        online = await fetch(dsn, f"SELECT session_instance_id FROM courier_clients"
+                                  f" WHERE id = {client.id}")  # fmt: skip
+        assert online[0]["session_instance_id"] is not None
+        await transaction.rollback()
+        assert isinstance(await stuck, frames.MessageIdsReply)
+    finally:
+        await blocker.close()

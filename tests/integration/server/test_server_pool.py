@@ -1,9 +1,14 @@
-"""The middleware's connection pool releases connections without a reset round trip."""
+"""The middleware's connection pool: released without a reset round trip, and timed."""
 
 from __future__ import annotations
 
-from courier import config
-from courier.db import pools
+import time
+
+import asyncpg
+import pytest
+
+from courier import config, errors
+from courier.db import pools, repository
 
 POOL = config.PoolSettings(min_size=1, max_size=1)
 
@@ -31,3 +36,24 @@ async def test_a_transaction_left_open_is_still_rolled_back_on_release(dsn: str)
             assert await connection.fetchval("SELECT count(*) FROM kept") == 0
     finally:
         await pools.close_pool(pool)
+
+
+async def test_a_statement_past_its_timeout_is_cancelled_and_unavailable(dsn: str) -> None:
+    timeouts = config.PoolSettings(min_size=1, max_size=1, statement_timeout=0.5)
+    repo = repository.Repository(await pools.open_pool(dsn, timeouts), timeouts=timeouts)
+    blocker = await asyncpg.connect(dsn)
+    try:
+        writer = await repo.register_client("writer")
+        queue = await repo.create_queue("locked")
+        async with blocker.transaction():
+            await blocker.execute("SELECT FROM courier_queues WHERE id = $1 FOR UPDATE", queue.id)
+            started = time.monotonic()
+            with pytest.raises(errors.Unavailable, match=r"did not answer within 0\.5s"):
+                await repo.send(writer.id, [queue.id], b"waits on the lock")
+            assert time.monotonic() - started < 3
+        # The statement was cancelled, not left running: nothing was stored, and the
+        # pool's one connection serves the next call.
+        assert (await repo.get_queue(queue.id)).message_count == 0
+    finally:
+        await blocker.close()
+        await repo.close()

@@ -115,6 +115,9 @@ LANGUAGE sql AS $$
            0::bigint, 0::bigint
 $$;
 
+CREATE FUNCTION courier_expire_instances_v2(OUT ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT '{}'::bigint[], 0::bigint $$;
+
 CREATE FUNCTION courier_list_queues_v1(
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
