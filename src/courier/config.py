@@ -22,6 +22,7 @@ DEFAULT_CONSOLE_PORT = 8080
 DEFAULT_MAX_BODY_BYTES = 64 * 1024
 DEFAULT_FRAME_TIMEOUT = 10.0
 DEFAULT_LOGIN_TIMEOUT = 10.0
+DEFAULT_IDLE_TIMEOUT = 60.0
 CONFIG_FILE_NAME = "courier.toml"
 
 
@@ -68,6 +69,7 @@ class ServerSettings:
     instance_ttl: float = 10.0
     frame_timeout: float = DEFAULT_FRAME_TIMEOUT  # seconds to send a frame once it has begun
     login_timeout: float = DEFAULT_LOGIN_TIMEOUT  # seconds a connection may stay anonymous
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # seconds a logged-in client may send nothing
     mock: bool = False
     batching: bool = True  # coalesce concurrent sends and reads into batched calls
     record_dir: Path | None = None

@@ -59,6 +59,14 @@ def local_dsn(data_dir: Path) -> str | None:
     help="Connections kept that have not logged in; a newcomer beyond them pushes out the oldest.",
 )
 @click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.idle_timeout,
+    show_default=True,
+    help="Seconds a logged-in client may send nothing (the Courier client PINGs when"
+    " idle) before it is taken for dead: its session and leases are released.",
+)
+@click.option(
     "--login-timeout",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULTS.login_timeout,
@@ -132,6 +140,7 @@ def serve(
     port: int,
     max_clients: int,
     max_anonymous: int,
+    idle_timeout: float,
     login_timeout: float,
     pool_size: int,
     pool_timeout: float,
@@ -160,6 +169,7 @@ def serve(
         max_clients=max_clients,
         max_anonymous=max_anonymous,
         login_timeout=login_timeout,
+        idle_timeout=idle_timeout,
         pool=config.PoolSettings(
             min_size=min(2, pool_size),
             max_size=pool_size,

@@ -34,6 +34,7 @@ class ClientOptions(TypedDict, total=False):
     request_timeout: float | None
     failover_timeout: float
     recorder: recording.Recorder | None
+    heartbeat_interval: float | None
 
 
 class AsyncClient:
@@ -47,6 +48,7 @@ class AsyncClient:
         request_timeout: float | None = 30.0,
         failover_timeout: float = 20.0,
         recorder: recording.Recorder | None = None,
+        heartbeat_interval: float | None = session.HEARTBEAT_INTERVAL,
     ) -> None:
         """
         connect_timeout: seconds to open one TCP connection.
@@ -54,6 +56,8 @@ class AsyncClient:
             None waits for ever. Past it a call raises RequestTimeout.
         failover_timeout: how long to keep trying the servers after losing one.
         recorder: called with a ``CallRecord`` after every call (the lab's hook).
+        heartbeat_interval: seconds of sending nothing after which the client sends a
+            PING, so the server does not take it for dead; None sends none.
         """
         self._session = session.Session(
             arguments.addresses(servers),
@@ -61,6 +65,7 @@ class AsyncClient:
             request_timeout=request_timeout,
             failover_timeout=failover_timeout,
             recorder=recorder,
+            heartbeat_interval=heartbeat_interval,
         )
         self._queues = queue_refs.QueueNames(self.get_queue)
 

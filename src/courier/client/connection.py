@@ -64,6 +64,8 @@ class Connection:
         self._orphans: dict[int, Callable[[protocol.Reply], None]] = {}  # see ``abandon``
         self._lost_reason: str | None = None
         self._refusal: errors.CourierError | None = None
+        self._last_sent = asyncio.get_running_loop().time()
+        self._keeping_alive: asyncio.Task[None] | None = None
         self._reader_task = asyncio.create_task(self._read_replies(reader))
 
     @classmethod
@@ -93,7 +95,7 @@ class Connection:
         future: asyncio.Future[Arrival] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            self._writer.write(frame)
+            self._send(frame)
             async with asyncio.timeout(timeout):
                 await self._drain()
                 return await future
@@ -107,7 +109,24 @@ class Connection:
     def post(self, frame: bytes) -> None:
         """Send a request whose reply nobody waits for (it is dropped when it comes)."""
         if self._lost_reason is None:
-            self._writer.write(frame)
+            self._send(frame)
+
+    def keep_alive(self, interval: float, ping: Callable[[], bytes]) -> None:
+        """While nothing else is sent, send ``ping()`` every ``interval`` seconds, so
+        the server knows this client is alive (it drops clients silent for its idle
+        timeout)."""
+        self._keeping_alive = asyncio.create_task(self._ping_when_idle(interval, ping))
+
+    async def _ping_when_idle(self, interval: float, ping: Callable[[], bytes]) -> None:
+        loop = asyncio.get_running_loop()
+        while self._lost_reason is None:
+            await asyncio.sleep(max(0.0, self._last_sent + interval - loop.time()))
+            if self._lost_reason is None and loop.time() - self._last_sent >= interval:
+                self._send(ping())
+
+    def _send(self, frame: bytes) -> None:
+        self._writer.write(frame)
+        self._last_sent = asyncio.get_running_loop().time()
 
     def abandon(self, request_id: int, late_reply: Callable[[protocol.Reply], None]) -> None:
         """Nobody waits for ``request_id`` any more; should its reply still come, it goes
@@ -174,6 +193,8 @@ class Connection:
         if self._lost_reason is not None:
             return
         self._lost_reason = reason
+        if self._keeping_alive is not None:
+            self._keeping_alive.cancel()
         if self._pending:
             log.debug("%s lost (%s): failing %d calls", self.label, reason, len(self._pending))
         for future in self._pending.values():

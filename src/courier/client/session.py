@@ -36,6 +36,10 @@ RETRY_PAUSE = 0.2
 
 LOGOUT_TIMEOUT = 2.0
 
+HEARTBEAT_INTERVAL = 10.0
+"""Seconds of sending nothing after which a connection sends a PING, well within the
+server's idle timeout (60 s by default), after which it would take us for dead."""
+
 WAITING_REQUESTS = (protocol.Receive, protocol.AwaitResponse)
 """Requests the server holds until a message comes; CANCEL ends them early."""
 
@@ -52,6 +56,7 @@ class Session:
         request_timeout: float | None,
         failover_timeout: float,
         recorder: recording.Recorder | None,
+        heartbeat_interval: float | None = HEARTBEAT_INTERVAL,
     ) -> None:
         if not servers:
             raise ValueError("no server address given")
@@ -60,6 +65,7 @@ class Session:
         self.request_timeout = request_timeout
         self.failover_timeout = failover_timeout
         self.recorder = recorder
+        self.heartbeat_interval = heartbeat_interval
         self.client: models.ClientInfo | None = None
         self._connection: connection.Connection | None = None
         self._next_server = 0
@@ -192,7 +198,12 @@ class Session:
             raise
         if isinstance(reply, protocol.ClientReply):
             self.client = reply.client
+        if self.heartbeat_interval:
+            opened.keep_alive(self.heartbeat_interval, self._ping_frame)
         return opened
+
+    def _ping_frame(self) -> bytes:
+        return protocol.encode(self._next_request_id(), protocol.Ping())
 
     async def _call_on(
         self,

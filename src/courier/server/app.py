@@ -44,7 +44,11 @@ class Server:
         frame_limit = protocol.frame_limit_for(settings.limits.max_body_bytes)
         self._listener = listener.Listener(
             connection.ConnectionSettings(
-                frame_limit, recorder, settings.frame_timeout, settings.login_timeout
+                frame_limit,
+                recorder,
+                settings.frame_timeout,
+                settings.login_timeout,
+                settings.idle_timeout,
             ),
             settings.max_clients,
             settings.max_anonymous,

@@ -19,7 +19,10 @@ off (as is a closing connection whose peer stops taking its last replies). A
 frame that has begun to arrive must be whole within the frame timeout, else the
 peer gets an error and is dropped. A connection that has not logged in is dropped
 after the login timeout (and may be pushed out sooner by newcomers: see
-``admission``); a logged-in one may idle between frames for ever.
+``admission``). A logged-in client must send something (a PING will do) at least
+every idle timeout, or it is taken for dead and dropped, which releases its session
+and its leases: that is how a peer whose host died or whose network went silent is
+noticed. The Courier client sends PINGs by itself while it has nothing else to send.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class ConnectionSettings:
     the replies waiting for it untaken before it is cut off."""
     login_timeout: float = config.DEFAULT_LOGIN_TIMEOUT
     """Seconds a connection may stay open without logging in."""
+    idle_timeout: float = config.DEFAULT_IDLE_TIMEOUT
+    """Seconds a logged-in client may send nothing before it is taken for dead."""
 
 
 class Connection:
@@ -85,6 +90,8 @@ class Connection:
         self._frame_timeout = settings.frame_timeout
         self._frame_deadline: float | None = None  # loop time; set while a frame is partial
         self._login_timeout = settings.login_timeout
+        self._idle_timeout = settings.idle_timeout
+        self._last_heard = asyncio.get_running_loop().time()
         self._login_deadline: float | None = None  # loop time; set while not logged in
         self._start_login_clock()
         self._places = places or admission.Admission(1, 1)
@@ -139,6 +146,7 @@ class Connection:
                 return
             if not data:
                 return
+            self._last_heard = asyncio.get_running_loop().time()
             arrived_ns = time.perf_counter_ns()
             wall_ns = time.time_ns() if self._recorder is not None else 0
             try:
@@ -161,11 +169,18 @@ class Connection:
     async def _read(self) -> bytes:
         """The next chunk, b"" at the end; TimeoutError once a partial frame or the
         login is overdue."""
-        deadlines = [d for d in (self._frame_deadline, self._login_deadline) if d is not None]
+        deadlines = [d for d in (self._frame_deadline, self._login_deadline, self._idle_deadline)
+                     if d is not None]  # fmt: skip
         if not deadlines:
             return await self._reader.read(READ_SIZE)
         async with asyncio.timeout_at(min(deadlines)):
             return await self._reader.read(READ_SIZE)
+
+    @property
+    def _idle_deadline(self) -> float | None:
+        if self.session.client is None:
+            return None
+        return self._last_heard + self._idle_timeout
 
     def _start_login_clock(self) -> None:
         self._login_deadline = asyncio.get_running_loop().time() + self._login_timeout
@@ -183,9 +198,13 @@ class Connection:
 
     def _reject_overdue(self) -> None:
         now = asyncio.get_running_loop().time()
+        idle_deadline = self._idle_deadline
         if self._login_deadline is not None and now >= self._login_deadline:
             log.debug("%s did not log in within %gs; dropping it", self.peer, self._login_timeout)
             message = f"no LOGIN within {self._login_timeout:g}s of connecting"
+        elif idle_deadline is not None and now >= idle_deadline:
+            log.info("%s sent nothing for %gs; taking it for dead", self.peer, self._idle_timeout)
+            message = f"nothing from the client for {self._idle_timeout:g}s"
         else:
             log.debug("%s left a frame incomplete for %gs; dropping it", self.peer,
                       self._frame_timeout)  # fmt: skip
