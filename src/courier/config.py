@@ -40,6 +40,12 @@ class Limits:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     dedup_window: float = 300.0
     """Seconds a send's dedup id is remembered: a retry within it stores nothing."""
+    max_queues_per_send: int = 64
+    """Queues one SEND may name (each gets its own copy of the message)."""
+    max_wait: float = 3600.0
+    """Seconds a RECEIVE or AWAIT_RESPONSE may ask to wait."""
+    max_waits_per_connection: int = 64
+    """RECEIVE and AWAIT_RESPONSE requests one connection may have waiting at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,27 @@ def local_dsn(data_dir: Path) -> str | None:
     help="Largest message body accepted.",
 )
 @click.option(
+    "--max-queues-per-send",
+    type=click.IntRange(min=1, max=65535),
+    default=DEFAULTS.limits.max_queues_per_send,
+    show_default=True,
+    help="Queues one send may name.",
+)
+@click.option(
+    "--max-wait",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.limits.max_wait,
+    show_default=True,
+    help="Seconds a receive or a wait for a response may ask to wait.",
+)
+@click.option(
+    "--max-waits-per-connection",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.limits.max_waits_per_connection,
+    show_default=True,
+    help="Receives and waits for a response one connection may have waiting at once.",
+)
+@click.option(
     "--dedup-window",
     default=DEFAULTS.limits.dedup_window,
     show_default=True,
@@ -146,6 +167,9 @@ def serve(
     pool_timeout: float,
     statement_timeout: float,
     max_body_bytes: int,
+    max_queues_per_send: int,
+    max_wait: float,
+    max_waits_per_connection: int,
     dedup_window: float,
     heartbeat_interval: float,
     instance_ttl: float,
@@ -176,7 +200,13 @@ def serve(
             acquire_timeout=pool_timeout,
             statement_timeout=statement_timeout,
         ),
-        limits=config.Limits(max_body_bytes=max_body_bytes, dedup_window=dedup_window),
+        limits=config.Limits(
+            max_body_bytes=max_body_bytes,
+            dedup_window=dedup_window,
+            max_queues_per_send=max_queues_per_send,
+            max_wait=max_wait,
+            max_waits_per_connection=max_waits_per_connection,
+        ),
         heartbeat_interval=heartbeat_interval,
         instance_ttl=instance_ttl,
         frame_timeout=frame_timeout,

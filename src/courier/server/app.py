@@ -21,6 +21,7 @@ from courier.server import (
     connection,
     handlers,
     listener,
+    logouts,
     recording,
     registry,
     sweeper,
@@ -77,8 +78,15 @@ class Server:
         self._services = handlers.Services(
             store, self._waiters, instance_id, self.settings.limits, self._sweeper
         )
+        self._services.logouts = logouts.PendingLogouts(
+            store, self._current_instance_id, self._listener.serves
+        )
         await self._listener.start(self._services)
         return self.address
+
+    def _current_instance_id(self) -> int:
+        assert self._services is not None
+        return self._services.instance_id
 
     async def _open_database(self) -> repository.Repository:
         settings = self.settings
@@ -120,6 +128,8 @@ class Server:
         self._listener.stop_accepting()
         self._waiters.stop()
         await self._listener.stop_connections(SHUTDOWN_GRACE)
+        if self._services is not None and self._services.logouts is not None:
+            await self._services.logouts.stop()  # unregistering releases what is left
         if self._registry is not None:
             try:
                 await self._registry.unregister()

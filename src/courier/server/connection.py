@@ -265,6 +265,7 @@ class Connection:
         try:
             parsed = protocol.parse(raw)
             parsed_ns = time.perf_counter_ns()
+            self._check_waits(raw.opcode)
             reply = await self._handle(raw.opcode, parsed, request.session, timing)
         except errors.CourierError as exc:
             reply = frames.ErrorReply(exc.status, exc.message)
@@ -282,6 +283,13 @@ class Connection:
         written_ns = self._write(data)
         if self._recorder is not None:
             self._record(request, sent, timing, started_ns, parsed_ns, encode_ns, written_ns)
+
+    def _check_waits(self, opcode: int) -> None:
+        """A waiting request beyond the connection's limit is refused (it is counted
+        among ``_waiting`` already)."""
+        most = self._services.limits.max_waits_per_connection
+        if opcode in WAITING_OPCODES and len(self._waiting) > most:
+            raise errors.BadRequest(f"a connection may have at most {most} requests waiting")
 
     def _uncancel_if_cancelled_by_client(self) -> bool:
         task = asyncio.current_task()
@@ -460,8 +468,9 @@ class Connection:
             await services.backend.release_leases(client.id, services.instance_id)
             await services.backend.logout(client.id, services.instance_id)
         except Exception as exc:
-            # The instance registry releases both later (unregister or expiry).
-            log.warning("could not log client %d out: %s", client.id, exc)
+            log.warning("could not log client %d out (will try again): %s", client.id, exc)
+            if services.logouts is not None:
+                services.logouts.add(client.id)
 
 
 def kernel_backlog(transport: asyncio.BaseTransport) -> int:

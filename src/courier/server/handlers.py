@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from courier import config, errors, models
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import backend, session, sweeper, waiters
+from courier.server import backend, logouts, session, sweeper, waiters
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +35,7 @@ class Services:
     instance_id: int
     limits: config.Limits
     sweeper: sweeper.Sweeper | None = None
+    logouts: logouts.PendingLogouts | None = None
 
     def due_in(self, milliseconds: int | None) -> None:
         """Something held falls due then: let the sweeper know."""
@@ -108,6 +109,7 @@ async def list_queues(ctx: Context, request: frames.ListQueues) -> frames.QueueL
 async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
     sender = ctx.session.require_writer()
     check_body_size(request.body, ctx.services.limits)
+    check_queue_count(request.queue_ids, ctx.services.limits)
     ids = await ctx.services.backend.send(
         sender.id,
         request.queue_ids,
@@ -126,6 +128,24 @@ async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
 def check_body_size(body: bytes, limits: config.Limits) -> None:
     if len(body) > limits.max_body_bytes:
         raise errors.PayloadTooLarge(size=len(body), limit=limits.max_body_bytes)
+
+
+def check_queue_count(queue_ids: Sequence[int], limits: config.Limits) -> None:
+    if len(queue_ids) > limits.max_queues_per_send:
+        raise errors.BadRequest(
+            f"a message goes to at most {limits.max_queues_per_send} queues;"
+            f" this one names {len(queue_ids)}"
+        )
+
+
+def wait_seconds(timeout_ms: int, limits: config.Limits) -> float:
+    """A waiting request's timeout, within the server's limit."""
+    if timeout_ms > limits.max_wait * 1000:
+        raise errors.BadRequest(
+            f"a wait is at most {limits.max_wait:g}s; {timeout_ms / 1000:g}s was asked:"
+            " wait again once it ends"
+        )
+    return timeout_ms / 1000
 
 
 def lease_for(ctx: Context, lease_ms: int, *, pop: bool) -> backend.Lease | None:
@@ -168,7 +188,7 @@ async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
 
     message = await ctx.services.waiters.wait_for(
         request.queue_id, reader_id, given_back_if_cancelled(ctx, reader_id, pop),
-        request.timeout_ms / 1000,
+        wait_seconds(request.timeout_ms, ctx.services.limits),
     )  # fmt: skip
     return frames.MessageReply(message)
 
@@ -183,7 +203,7 @@ async def await_response(ctx: Context, request: frames.AwaitResponse) -> frames.
 
     message = await ctx.services.waiters.wait_for(
         request.queue_id, reader_id, given_back_if_cancelled(ctx, reader_id, pop),
-        request.timeout_ms / 1000,
+        wait_seconds(request.timeout_ms, ctx.services.limits),
     )  # fmt: skip
     return frames.MessageReply(message)
 

@@ -33,6 +33,13 @@ class Listener:
     def __len__(self) -> int:
         return len(self._connections)
 
+    def serves(self, client_id: int) -> bool:
+        """Whether a connection here is logged in as this client."""
+        return any(
+            conn.session.client is not None and conn.session.client.id == client_id
+            for conn in self._connections
+        )
+
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Open the listening socket (not yet accepting); returns the bound address."""
         self._server = await asyncio.start_server(self._accept, host, port, start_serving=False)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import time
 from collections.abc import Awaitable, Callable
 
 from courier import errors, models, protocol
@@ -119,3 +120,18 @@ async def log_in_new(
     logged_in = await client.ok(frames.Login(client_id=registered.client.id, name=None))
     assert isinstance(logged_in, frames.ClientReply)
     return logged_in.client
+
+
+async def log_in_once_released(
+    client: WireClient, client_id: int, within: float
+) -> frames.ClientReply:
+    """LOGIN as ``client_id``, again every 0.1 s while its session is still held
+    elsewhere (CLIENT_ONLINE), for up to ``within`` seconds."""
+    login = frames.Login(client_id, None)
+    started = time.monotonic()
+    while isinstance(reply := await client.call(login), frames.ErrorReply):
+        assert reply.status == errors.Status.CLIENT_ONLINE
+        assert time.monotonic() - started < within, "the session was never released"
+        await asyncio.sleep(0.1)
+    assert isinstance(reply, frames.ClientReply) and reply.client.id == client_id
+    return reply

@@ -224,3 +224,36 @@ async def test_a_thousand_idle_sockets_do_not_stop_a_client_from_logging_in(
     finally:
         for _, writer in idle:
             writer.close()
+
+
+async def test_each_limit_gives_its_typed_error(
+    start_server: StartServer, connect: Connect
+) -> None:
+    server = await start_server(max_queues_per_send=3, max_wait=2, max_waits_per_connection=2)
+    client = await connect(server)
+    await log_in_new(client, "limited")
+    queues = []
+    for n in range(4):
+        created = await client.ok(frames.CreateQueue(f"limited{n}"))
+        assert isinstance(created, frames.QueueReply)
+        queues.append(created.queue.id)
+    to_three = await client.ok(frames.Send(tuple(queues[:3]), b"x", None, 5, None))
+    assert isinstance(to_three, frames.MessageIdsReply) and len(to_three.ids) == 3
+    too_many = await client.call(frames.Send(tuple(queues), b"x", None, 5, None))
+    assert isinstance(too_many, frames.ErrorReply) and too_many.status == Status.BAD_REQUEST
+    assert "at most 3 queues; this one names 4" in too_many.message
+
+    too_long = await client.call(frames.Receive(queues[3], None, TIME, 2001))
+    assert isinstance(too_long, frames.ErrorReply) and "a wait is at most 2s" in too_long.message
+
+    waiting = [asyncio.create_task(client.call(frames.Receive(queues[3], None, TIME, 1500)))
+               for _ in range(2)]  # fmt: skip
+    await asyncio.sleep(0.3)
+    third = await client.call(frames.Receive(queues[3], None, TIME, 1500))
+    assert isinstance(third, frames.ErrorReply) and third.status == Status.BAD_REQUEST
+    assert "at most 2 requests waiting" in third.message
+    # The refused send stored nothing in the fourth queue: the two waits end empty.
+    for ended in await asyncio.gather(*waiting):
+        assert isinstance(ended, frames.ErrorReply) and ended.status == Status.QUEUE_EMPTY
+    again = await client.call(frames.Receive(queues[3], None, TIME, 100))  # a place is free
+    assert isinstance(again, frames.ErrorReply) and again.status == Status.QUEUE_EMPTY

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from server_harness import Connect, WireClient, log_in_new
+import asyncpg
+from server_harness import Connect, WireClient, log_in_new, log_in_once_released
 
 from courier import models
 from courier.errors import Status
@@ -133,3 +134,22 @@ async def test_session_released_on_disconnect_is_usable_on_another_server(
         assert isinstance(reply, frames.ClientReply) and reply.client.id == client.id
     finally:
         await second.close()
+
+
+async def test_a_session_whose_release_failed_is_released_later(
+    dsn: str, start_server: StartServer, connect: Connect
+) -> None:
+    """The client's connection closes while its row is locked, so ending its session
+    times out; the session is released once the database lets it, not held for ever."""
+    server, other = await start_server(statement_timeout=0.5), await start_server()
+    first = await connect(server)
+    client = await log_in_new(first, "unlucky")
+    blocker = await asyncpg.connect(dsn)
+    try:
+        async with blocker.transaction():
+            await blocker.execute("SELECT FROM courier_clients WHERE id = $1 FOR UPDATE", client.id)
+            await first.close()
+            await asyncio.sleep(1.5)  # the first release has failed by now
+    finally:
+        await blocker.close()
+    await log_in_once_released(await connect(other), client.id, within=5)
