@@ -72,6 +72,7 @@ class ServerSettings:
     pool: PoolSettings = field(default_factory=PoolSettings)
     limits: Limits = field(default_factory=Limits)
     heartbeat_interval: float = 2.0
+    notify_check: float = 5.0  # seconds between checks that the LISTEN link answers
     instance_ttl: float = 10.0
     frame_timeout: float = DEFAULT_FRAME_TIMEOUT  # seconds to send a frame once it has begun
     login_timeout: float = DEFAULT_LOGIN_TIMEOUT  # seconds a connection may stay anonymous

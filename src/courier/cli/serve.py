@@ -127,6 +127,14 @@ def local_dsn(data_dir: Path) -> str | None:
     "--heartbeat-interval", default=DEFAULTS.heartbeat_interval, show_default=True, help="Seconds."
 )
 @click.option(
+    "--notify-check",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.notify_check,
+    show_default=True,
+    help="Seconds between checks that the database's notification link still answers;"
+    " a link silent that long is reconnected and every waiting receive looks again.",
+)
+@click.option(
     "--instance-ttl",
     default=DEFAULTS.instance_ttl,
     show_default=True,
@@ -172,6 +180,7 @@ def serve(
     max_waits_per_connection: int,
     dedup_window: float,
     heartbeat_interval: float,
+    notify_check: float,
     instance_ttl: float,
     frame_timeout: float,
     mock: bool,
@@ -208,6 +217,7 @@ def serve(
             max_waits_per_connection=max_waits_per_connection,
         ),
         heartbeat_interval=heartbeat_interval,
+        notify_check=notify_check,
         instance_ttl=instance_ttl,
         frame_timeout=frame_timeout,
         mock=mock,

@@ -94,8 +94,9 @@ class Server:
         pool = await pools.open_pool(settings.dsn, settings.pool)
         self._repo = kind(pool, settings.limits, settings.pool)
         self._notifier = listen.NotificationListener(
-            settings.dsn, self._waiters.notify_payload, self._waiters.wake_all
-        )
+            settings.dsn, self._waiters.notify_payload, self._waiters.wake_all,
+            settings.notify_check,
+        )  # fmt: skip
         await self._notifier.start()
         return self._repo
 

@@ -10,6 +10,7 @@ import asyncpg
 from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
+from courier.db import listen
 from courier.errors import Status
 from courier.protocol import frames
 from helpers.servers import ServerProcess
@@ -105,8 +106,8 @@ async def wait_for_listener(dsn: str) -> None:
         for _ in range(100):
             listening = await connection.fetchval(
                 "SELECT count(*) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND query ILIKE ANY (ARRAY['LISTEN%', "
-                "'SELECT pg_advisory_lock%'])"
+                "WHERE datname = current_database()"
+                f" AND application_name = '{listen.APPLICATION_NAME}'"
             )
             if listening:
                 return

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 
 import asyncpg
 from server_harness import Connect, WireClient, log_in_new
 
 from courier import models
+from courier.db import listen
 from courier.errors import Status
 from courier.protocol import frames
 from helpers.servers import ServerProcess, StartServer
@@ -123,8 +126,8 @@ async def test_waiters_recover_when_the_listen_connection_drops(
     try:
         killed = await admin.fetchval(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND query ILIKE ANY (ARRAY['LISTEN%', "
-            "'SELECT pg_advisory_lock%'])"
+            "WHERE datname = current_database()"
+            f" AND application_name = '{listen.APPLICATION_NAME}'"
         )
     finally:
         await admin.close()
@@ -140,3 +143,37 @@ async def test_waiters_recover_when_the_listen_connection_drops(
     reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
     assert isinstance(reply, frames.MessageReply) and reply.message.text == "second"
     assert time.monotonic() - started < LONG_MS / 1000 / 4
+
+
+async def test_waiters_recover_when_the_listen_connection_goes_silent(
+    dsn: str, start_server: StartServer, connect: Connect
+) -> None:
+    """The LISTEN backend is stopped (SIGSTOP): its connection stays open, but no
+    notification comes through and nothing says so. The link's check notices within
+    about two check intervals, reconnects, and the waiting receive looks again."""
+    server = await start_server(notify_check=0.5)
+    reader, writer = await connect(server), await connect(server)
+    await log_in_new(reader, "reader")
+    await log_in_new(writer, "writer")
+    queue = (await writer.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
+    waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
+    await asyncio.sleep(0.3)
+    admin = await asyncpg.connect(dsn)
+    try:
+        pid = await admin.fetchval(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = $1",
+            listen.APPLICATION_NAME,
+        )
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            await writer.ok(frames.Send((queue.id,), b"while the link is silent", None, 5, None))
+            reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
+            assert isinstance(reply, frames.MessageReply)
+            assert reply.message.text == "while the link is silent"
+            assert time.monotonic() - started < 5  # long before the receive's own timeout
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    finally:
+        await admin.close()
