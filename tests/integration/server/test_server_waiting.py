@@ -113,15 +113,24 @@ async def test_a_waiting_receive_ends_with_its_connection(
     assert isinstance(peek, frames.MessageReply) and peek.message.text == "still here"
 
 
-async def test_waiters_recover_when_the_listen_connection_drops(
-    dsn: str, server: ServerProcess, connect: Connect
-) -> None:
+async def a_receive_waiting(
+    server: ServerProcess, connect: Connect
+) -> tuple[WireClient, WireClient, models.Queue, asyncio.Future[frames.Reply]]:
+    """A reader and a writer logged in, a queue, and the reader's RECEIVE on it
+    waiting (for LONG_MS)."""
     reader, writer = await connect(server), await connect(server)
     await log_in_new(reader, "reader")
     await log_in_new(writer, "writer")
     queue = (await writer.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
     waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
     await asyncio.sleep(0.3)
+    return reader, writer, queue, waiting
+
+
+async def test_waiters_recover_when_the_listen_connection_drops(
+    dsn: str, server: ServerProcess, connect: Connect
+) -> None:
+    reader, writer, queue, waiting = await a_receive_waiting(server, connect)
     admin = await asyncpg.connect(dsn)
     try:
         killed = await admin.fetchval(
@@ -152,12 +161,7 @@ async def test_waiters_recover_when_the_listen_connection_goes_silent(
     notification comes through and nothing says so. The link's check notices within
     about two check intervals, reconnects, and the waiting receive looks again."""
     server = await start_server(notify_check=0.5)
-    reader, writer = await connect(server), await connect(server)
-    await log_in_new(reader, "reader")
-    await log_in_new(writer, "writer")
-    queue = (await writer.ok(frames.CreateQueue("q"))).queue  # type: ignore[union-attr]
-    waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
-    await asyncio.sleep(0.3)
+    _, writer, queue, waiting = await a_receive_waiting(server, connect)
     admin = await asyncpg.connect(dsn)
     try:
         pid = await admin.fetchval(
