@@ -1,11 +1,12 @@
 """`courier console`: serve the web console until Ctrl-C.
 
-    courier console [--host 127.0.0.1] [--port 8080] [--dsn DSN] [--admin-token TOKEN]
+    courier console [--host 127.0.0.1] [--port 8080] [--dsn DSN] [--admin-token-file PATH]
 
 Without --dsn the console reads the database that `courier up` started (its state
 file in the data dir), else the local embedded database if it runs. Without
---admin-token (or COURIER_ADMIN_TOKEN) it uses the token `courier up` recorded, else
-it generates one; either way it prints the token once at start.
+--admin-token-file or --admin-token (or COURIER_ADMIN_TOKEN_FILE, COURIER_ADMIN_TOKEN)
+it uses the token `courier up` recorded, else it generates one and prints it once.
+A token on the command line shows in `ps`; a file or the environment does not.
 """
 
 from __future__ import annotations
@@ -55,6 +56,15 @@ def resolve_token(given: str | None, data_dir: Path) -> tuple[str, str | None]:
     return token, f"admin token (generated; shown once): {token}"
 
 
+def read_token_file(path: Path) -> str:
+    """The first line of the file, without surrounding blanks; it must not be empty."""
+    lines = path.read_text().splitlines()
+    token = lines[0].strip() if lines else ""
+    if not token:
+        raise click.UsageError(f"{path}: the admin token file is empty")
+    return token
+
+
 @click.command()
 @click.option("--dsn", default=None, help="PostgreSQL DSN (default: the local database).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
@@ -64,6 +74,14 @@ def resolve_token(given: str | None, data_dir: Path) -> tuple[str, str | None]:
     envvar="COURIER_ADMIN_TOKEN",
     default=None,
     help="Token for the admin actions (default: `courier up`'s, else a new one, printed once).",
+)
+@click.option(
+    "--admin-token-file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    envvar="COURIER_ADMIN_TOKEN_FILE",
+    default=None,
+    help="Read the admin token from this file (its first line): unlike --admin-token,"
+    " it never shows in `ps`.",
 )
 @click.option(
     "--data-dir",
@@ -79,6 +97,7 @@ def console(
     host: str,
     port: int,
     admin_token: str | None,
+    admin_token_file: Path | None,
     data_dir: Path | None,
     refresh_ms: int,
     log_level: str,
@@ -90,6 +109,10 @@ def console(
     chosen_dsn = dsn or local_dsn(data_dir)
     if not chosen_dsn:
         raise click.UsageError("no database: pass --dsn, or start one with `courier up`")
+    if admin_token_file is not None:
+        if admin_token:
+            raise click.UsageError("give --admin-token or --admin-token-file, not both")
+        admin_token = read_token_file(admin_token_file)
     token, note = resolve_token(admin_token, data_dir)
     if note:
         click.echo(note)

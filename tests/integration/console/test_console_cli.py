@@ -125,3 +125,32 @@ def test_without_any_database_it_says_what_to_do(home: dict[str, str]) -> None:
     )  # fmt: skip
     assert result.returncode == 2
     assert "courier up" in result.stderr
+
+
+def test_a_token_from_a_file_is_used_and_never_on_the_command_line(
+    dsn: str, home: dict[str, str], start: StartProcess, tmp_path: Path
+) -> None:
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("from-a-file\n")
+    console = start(["--dsn", dsn, "--admin-token-file", str(token_file)], home)
+    assert "from-a-file" not in console.output
+    assert all("from-a-file" not in part for part in console.process.args)
+    headers = {"X-Courier-Admin-Token": "from-a-file"}
+    created = httpx.post(console.url + "/api/queues", json={"name": "q"}, headers=headers)
+    assert created.status_code == 201
+    wrong = httpx.post(
+        console.url + "/api/queues", json={"name": "r"}, headers={"X-Courier-Admin-Token": "x"}
+    )
+    assert wrong.status_code == 403
+
+
+def test_an_empty_token_file_is_refused(dsn: str, home: dict[str, str], tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    result = subprocess.run(
+        [str(COURIER), "console", "--dsn", dsn, "--port", str(free_port()),
+         "--admin-token-file", str(empty)],
+        env=home, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "admin token file is empty" in result.stderr
