@@ -75,12 +75,13 @@ class Server:
             store, instance_id = repo, await self._register(await self._open_health_link())
             self._sweeper = sweeper.Sweeper(repo)
             self._sweeper.start()
-        self._services = handlers.Services(
-            store, self._waiters, instance_id, self.settings.limits, self._sweeper
-        )
-        self._services.logouts = logouts.PendingLogouts(
+        pending_logouts = logouts.PendingLogouts(
             store, self._current_instance_id, self._listener.serves
         )
+        self._services = handlers.Services(
+            store, self._waiters, instance_id, self.settings.limits, pending_logouts,
+            self._sweeper,
+        )  # fmt: skip
         await self._listener.start(self._services)
         return self.address
 
@@ -129,7 +130,7 @@ class Server:
         self._listener.stop_accepting()
         self._waiters.stop()
         await self._listener.stop_connections(SHUTDOWN_GRACE)
-        if self._services is not None and self._services.logouts is not None:
+        if self._services is not None:
             await self._services.logouts.stop()  # unregistering releases what is left
         if self._registry is not None:
             try:

@@ -80,7 +80,7 @@ class Connection:
         writer: asyncio.StreamWriter,
         services: handlers.Services,
         settings: ConnectionSettings,
-        places: admission.Admission[Connection] | None = None,
+        places: admission.Admission[Connection],
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -94,7 +94,7 @@ class Connection:
         self._last_heard = asyncio.get_running_loop().time()
         self._login_deadline: float | None = None  # loop time; set while not logged in
         self._start_login_clock()
-        self._places = places or admission.Admission(1, 1)
+        self._places = places
         self._recorder = settings.recorder
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
@@ -463,14 +463,7 @@ class Connection:
         if client is None:
             return
         self.session = session.Session()
-        services = self._services
-        try:
-            await services.backend.release_leases(client.id, services.instance_id)
-            await services.backend.logout(client.id, services.instance_id)
-        except Exception as exc:
-            log.warning("could not log client %d out (will try again): %s", client.id, exc)
-            if services.logouts is not None:
-                services.logouts.add(client.id)
+        await self._services.logouts.end_session(client.id)
 
 
 def kernel_backlog(transport: asyncio.BaseTransport) -> int:

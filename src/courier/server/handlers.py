@@ -34,8 +34,8 @@ class Services:
     waiters: waiters.Waiters
     instance_id: int
     limits: config.Limits
+    logouts: logouts.PendingLogouts
     sweeper: sweeper.Sweeper | None = None
-    logouts: logouts.PendingLogouts | None = None
 
     def due_in(self, milliseconds: int | None) -> None:
         """Something held falls due then: let the sweeper know."""

@@ -37,8 +37,13 @@ class PendingLogouts:
     def __len__(self) -> int:
         return len(self._clients)
 
-    def add(self, client_id: int) -> None:
-        """Release this client's session again later."""
+    async def end_session(self, client_id: int) -> None:
+        """The client's connection closed without LOGOUT: its leases go back and its
+        session ends, now, or later if the database cannot be reached now."""
+        if not await self._released(client_id):
+            self._add(client_id)
+
+    def _add(self, client_id: int) -> None:
         self._clients.add(client_id)
         if self._retrying is None or self._retrying.done():
             self._retrying = asyncio.get_running_loop().create_task(self._retry_until_empty())
@@ -53,8 +58,11 @@ class PendingLogouts:
         while self._clients:
             await asyncio.sleep(RETRY_INTERVAL)
             for client_id in sorted(self._clients):
-                if self._connected(client_id) or await self._released(client_id):
+                if self._connected(client_id):
                     self._clients.discard(client_id)
+                elif await self._released(client_id):
+                    self._clients.discard(client_id)
+                    log.info("client %d logged out after an earlier failure", client_id)
 
     async def _released(self, client_id: int) -> bool:
         instance_id = self._instance_id()
@@ -62,7 +70,6 @@ class PendingLogouts:
             await self._store.release_leases(client_id, instance_id)
             await self._store.logout(client_id, instance_id)
         except Exception as exc:
-            log.warning("could not log client %d out yet: %s", client_id, exc)
+            log.warning("could not log client %d out (will try again): %s", client_id, exc)
             return False
-        log.info("client %d logged out after an earlier failure", client_id)
         return True
