@@ -2,8 +2,9 @@
 
 Precedence: command-line flags > COURIER_* environment variables > courier.toml >
 the defaults below. The CLI (click, with ``auto_envvar_prefix="COURIER"``) applies
-the first two; ``load_toml`` supplies the third as click's ``default_map``. No other
-module reads the environment.
+the first two (``cli.options`` states the naming rule); ``load_toml`` supplies the
+third as click's ``default_map``. Otherwise only ``localstate`` reads the
+environment (XDG_DATA_HOME, for the default data dir).
 
     >>> ServerSettings(port=7001).max_clients
     256
@@ -11,7 +12,6 @@ module reads the environment.
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,13 +24,6 @@ DEFAULT_FRAME_TIMEOUT = 10.0
 DEFAULT_LOGIN_TIMEOUT = 10.0
 DEFAULT_IDLE_TIMEOUT = 60.0
 CONFIG_FILE_NAME = "courier.toml"
-
-
-def default_data_dir() -> Path:
-    """Per-user home for the embedded database and the state of `courier up`."""
-    xdg = os.environ.get("XDG_DATA_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "share"
-    return base / "courier"
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING
 import psutil
 import pytest
 
-from courier.lab import clientpool, loadgen, processes
+from courier.lab import clientpool, loadgen
+from courier.server import launcher
 from helpers.load import load_plan
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ PLANS = {
 class Side:
     """One of the two systems of a session: its middleware and its load process."""
 
-    server: processes.MiddlewareProcess
+    server: launcher.Middleware
     load: clientpool.LoadProcesses | None = None
     windows: list[loadgen.Window] = dataclasses.field(default_factory=list)
 
@@ -91,15 +92,14 @@ class Measured:
 async def side(dsn: str, work_dir: Path, *, record: bool, mock: bool) -> AsyncIterator[Side]:
     """A middleware and its logged-in clients, ready for a go; stopped on leaving."""
     record_dir = work_dir / ("recorded" if record else "bare")
-    options = processes.MiddlewareOptions(
-        dsn=dsn, port=processes.free_port(), record_dir=record_dir if record else None,
-        run_id="bench", pool_size=8, mock=mock,
+    server = launcher.Middleware.start(
+        work_dir / "logs", dsn=None if mock else dsn, mock=mock,
+        record_dir=record_dir if record else None, run_id="bench", pool_size=8,
     )  # fmt: skip
-    running = Side(processes.MiddlewareProcess(options, work_dir / "logs"))
-    running.server.launch()
+    running = Side(server)
     try:
-        await running.server.wait_ready()
-        made = await load_plan(options.address, record_dir, {"standard": CLIENTS}, record=record)
+        await running.server.ready()
+        made = await load_plan(server.address, record_dir, {"standard": CLIENTS}, record=record)
         running.load = clientpool.LoadProcesses([made])
         running.load.launch()
         await running.load.wait_ready()
@@ -107,7 +107,7 @@ async def side(dsn: str, work_dir: Path, *, record: bool, mock: bool) -> AsyncIt
     finally:
         if running.load is not None:
             await running.load.stop()
-        await running.server.stop()
+        await running.server.stopped()
 
 
 def schedule(bare: Side, recorded: Side, plan: Plan) -> None:

@@ -1,5 +1,8 @@
 """Real `courier serve` processes on free loopback ports, and their addresses.
 
+They are started by Courier's own launcher (``courier.server.launcher``), the one
+`courier up` and the lab use.
+
 The shared fixtures of tests/conftest.py (``servers``) and the directories'
 ``start_server`` fixtures are built from ``starting_servers``.
 """
@@ -9,28 +12,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+from courier.server import launcher
+from courier.server.launcher import free_port
+
 COURIER = Path(sys.executable).with_name("courier")
-READY_LINE = "Courier middleware listening on"
+"""The installed `courier` command, for tests that run it as a user would."""
 START_TIMEOUT = 20.0
 
 StartServer = Callable[..., Awaitable["ServerProcess"]]
 """``await start_server(dsn=..., **serve_flags)``: one more running server."""
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (just bound and released)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def closed_port_address() -> str:
@@ -55,45 +51,32 @@ def addresses(servers: list[ServerProcess]) -> str:
 
 
 class ServerProcess:
-    """One `courier serve` subprocess; its log goes to a file for the test to read."""
+    """One `courier serve` on a free port, started by Courier's own launcher; its log
+    goes to a file for the test to read."""
 
     def __init__(self, dsn: str, log_dir: Path, **options: object) -> None:
         self.port = free_port()
-        self.log_path = log_dir / f"serve-{self.port}.log"
-        args = [str(COURIER), "serve", "--dsn", dsn, "--port", str(self.port)]
         options.setdefault("heartbeat_interval", 0.2)
         options.setdefault("instance_ttl", 2.0)
-        for name, value in options.items():
-            flag = "--" + name.replace("_", "-")
-            args += [flag] if value is True else [flag, str(value)]
-        self.args = args
-        self.process: subprocess.Popen[bytes] | None = None
+        self._log_dir = log_dir
+        self._options = {"dsn": dsn, **options}
+        self.middleware: launcher.Middleware | None = None
 
     @property
     def address(self) -> tuple[str, int]:
         return ("127.0.0.1", self.port)
 
     @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        return None if self.middleware is None else self.middleware.process
+
+    @property
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+        return "" if self.middleware is None else self.middleware.log_text()
 
     async def start(self) -> ServerProcess:
-        with self.log_path.open("wb") as log:
-            # Popen returns once the child is forked; it does not wait for it.
-            self.process = subprocess.Popen(  # noqa: ASYNC220
-                self.args,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                env=environment_without_settings(),
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        while READY_LINE not in self.log:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"courier serve exited {self.process.returncode}:\n{self.log}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"courier serve did not start:\n{self.log}")
-            await asyncio.sleep(0.02)
+        self.middleware = launcher.Middleware.start(self._log_dir, port=self.port, **self._options)
+        await self.middleware.ready(START_TIMEOUT)
         return self
 
     @property
@@ -116,14 +99,8 @@ class ServerProcess:
 
     async def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not exit in time."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.signal(signal.SIGTERM)
-        try:
-            await self.wait(10.0)
-        except TimeoutError:
-            self.process.kill()
-            self.process.wait()
+        if self.middleware is not None:
+            await self.middleware.stopped(grace=10.0)
 
 
 @contextlib.asynccontextmanager

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from courier import config
+from courier import config, localstate
 from courier.cli import main
 
 
@@ -60,9 +60,10 @@ def test_missing_file_is_empty(tmp_path: Path) -> None:
 
 def test_default_data_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
-    assert config.default_data_dir() == tmp_path / "courier"
+    assert localstate.data_dir() == tmp_path / "courier"
     monkeypatch.delenv("XDG_DATA_HOME")
-    assert config.default_data_dir() == Path.home() / ".local" / "share" / "courier"
+    assert localstate.data_dir() == Path.home() / ".local" / "share" / "courier"
+    assert localstate.data_dir(tmp_path / "given") == tmp_path / "given"
 
 
 def test_settings_are_frozen_values() -> None:

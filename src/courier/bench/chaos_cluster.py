@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from courier.db import embedded
-from courier.lab import processes
+from courier.server import launcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,27 +46,19 @@ class Cluster:
     ) -> None:
         self.database = server
         self._log_dir = log_dir
-        self._options = [
-            processes.MiddlewareOptions(
-                dsn=server.dsn,
-                port=processes.free_port(),
-                record_dir=None,
-                run_id="",
-                pool_size=pool_size,
-            )
-            for _ in range(count)
-        ]
-        self._running: list[processes.MiddlewareProcess | None] = [None] * count
+        self._pool_size = pool_size
+        self._ports = [launcher.free_port() for _ in range(count)]  # a restart keeps its port
+        self._running: list[launcher.Middleware | None] = [None] * count
         self._starts = 0
         self._random = random.Random()
 
     @property
     def servers(self) -> tuple[str, ...]:
-        return tuple(options.address for options in self._options)
+        return tuple(f"{launcher.HOST}:{port}" for port in self._ports)
 
     async def __aenter__(self) -> Cluster:
         try:
-            await asyncio.gather(*(self._start(index) for index in range(len(self._options))))
+            await asyncio.gather(*(self._start(index) for index in range(len(self._ports))))
         except BaseException:
             await self.stop()
             raise
@@ -78,28 +70,29 @@ class Cluster:
     async def stop(self) -> None:
         """Stop (SIGTERM, then SIGKILL) every middleware still running."""
         running = [process for process in self._running if process is not None]
-        await asyncio.gather(*(process.stop() for process in running))
+        await asyncio.gather(*(process.stopped() for process in running))
 
     async def _start(self, index: int) -> None:
         self._starts += 1
         log_dir = self._log_dir / f"start-{self._starts:03d}"
-        process = processes.MiddlewareProcess(self._options[index], log_dir)
+        process = launcher.Middleware.start(
+            log_dir, port=self._ports[index], dsn=self.database.dsn, pool_size=self._pool_size
+        )
         self._running[index] = process
-        process.launch()
-        await process.wait_ready()
+        await process.ready()
 
     async def kill_one(self) -> Kill:
         """SIGKILL a random middleware, then start it again on its port."""
-        index = self._random.randrange(len(self._options))
+        index = self._random.randrange(len(self._ports))
         process = self._running[index]
-        assert process is not None and process.process is not None and process.pid is not None
+        assert process is not None
         pid = process.pid
         at = time.monotonic()
         os.kill(pid, signal.SIGKILL)
         await asyncio.to_thread(process.process.wait)
         self._running[index] = None
         await self._start(index)
-        return Kill(self._options[index].address, pid, at, time.monotonic() - at)
+        return Kill(process.address, pid, at, time.monotonic() - at)
 
     async def restart_database(self) -> DatabaseRestart:
         """Fast shutdown, then start again on the same data dir and port."""

@@ -42,7 +42,7 @@ import psutil
 from courier import config, errors
 from courier.bench import database, defaults, fuzzclients, fuzzframes, fuzzgood, progress, results
 from courier.client import AsyncClient
-from courier.lab import processes
+from courier.server import launcher
 
 NAME = "fuzz"
 SAMPLE_EVERY_S = 0.25
@@ -85,7 +85,7 @@ class Server:
 
     address: str
     pid: int | None
-    process: processes.MiddlewareProcess | None = None
+    process: launcher.Middleware | None = None
     rss: list[tuple[float, int]] = field(default_factory=list)  # (monotonic, bytes)
 
     def sample(self) -> None:
@@ -96,7 +96,7 @@ class Server:
 
     def alive(self) -> bool | None:
         if self.process is not None:
-            return self.process.process is not None and self.process.process.poll() is None
+            return self.process.process.poll() is None
         if self.pid is None:
             return None
         try:
@@ -273,26 +273,24 @@ async def servers_for(
     connections = settings.middlewares * settings.pool_size
     async with database.for_run(settings.dsn, connections=connections) as (dsn, _):
         versions = {"postgresql": await database.server_version(dsn)}
-        started = [middleware(settings, dsn, work_dir) for _ in range(settings.middlewares)]
+        started: list[launcher.Middleware] = []
         try:
-            for process in started:
-                process.launch()
-            await asyncio.gather(*(process.wait_ready() for process in started))
-            yield [Server(p.options.address, p.pid, p) for p in started], versions
+            for _ in range(settings.middlewares):
+                started.append(middleware(settings, dsn, work_dir))
+            await asyncio.gather(*(process.ready() for process in started))
+            yield [Server(p.address, p.pid, p) for p in started], versions
         finally:
-            await asyncio.gather(*(process.stop() for process in started))
+            await asyncio.gather(*(process.stopped() for process in started))
 
 
-def middleware(settings: Settings, dsn: str, work_dir: Path) -> processes.MiddlewareProcess:
-    options = processes.MiddlewareOptions(
-        dsn=dsn, port=processes.free_port(), record_dir=None, run_id="",
-        pool_size=settings.pool_size,
+def middleware(settings: Settings, dsn: str, work_dir: Path) -> launcher.Middleware:
+    return launcher.Middleware.start(
+        work_dir / "logs", dsn=dsn, pool_size=settings.pool_size,
         # Room for every fuzzer, also while the server still finishes the connections
         # they just left, and for the good client.
         max_clients=4 * settings.connections + 16,
         frame_timeout=settings.frame_timeout_s,
     )  # fmt: skip
-    return processes.MiddlewareProcess(options, work_dir / "logs")
 
 
 def listening_pid(address: str) -> int | None:

@@ -30,7 +30,8 @@ from courier import config, errors
 from courier.bench import database, defaults, loop
 from courier.client import AsyncClient
 from courier.db import repository
-from courier.lab import processes, setup
+from courier.lab import setup
+from courier.server import launcher
 
 REGISTER_CONNECTIONS = 4
 
@@ -101,29 +102,27 @@ class Courier:
 
     @contextlib.asynccontextmanager
     async def running(self, most_clients: int) -> AsyncIterator[None]:
-        started = [self._middleware(most_clients) for _ in range(self.middlewares)]
+        started: list[launcher.Middleware] = []
         try:
-            for process in started:
-                process.launch()
-            await asyncio.gather(*(process.wait_ready() for process in started))
-            self._servers = [process.options.address for process in started]
+            for _ in range(self.middlewares):
+                started.append(self._middleware(most_clients))
+            await asyncio.gather(*(process.ready() for process in started))
+            self._servers = [process.address for process in started]
             async with setup.Setup(self._servers, None, f"{self.prefix}-setup") as prepared:
                 await prepared.register(client_names(self.prefix, most_clients))
                 self._setup = prepared
                 yield
         finally:
             self._setup = None
-            await asyncio.gather(*(process.stop() for process in started))
+            await asyncio.gather(*(process.stopped() for process in started))
 
-    def _middleware(self, most_clients: int) -> processes.MiddlewareProcess:
+    def _middleware(self, most_clients: int) -> launcher.Middleware:
         # Every client of the largest level must find a place on its middleware.
         per_middleware = math.ceil(most_clients / self.middlewares) + 8
-        options = processes.MiddlewareOptions(
-            dsn=self.dsn, port=processes.free_port(), record_dir=None, run_id="",
-            pool_size=self.pool_size,
+        return launcher.Middleware.start(
+            self.log_dir, dsn=self.dsn, pool_size=self.pool_size,
             max_clients=max(defaults.SERVE.max_clients, per_middleware),
         )  # fmt: skip
-        return processes.MiddlewareProcess(options, self.log_dir)
 
     @contextlib.asynccontextmanager
     async def level(self, clients: int) -> AsyncIterator[loop.Target]:

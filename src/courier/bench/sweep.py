@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from courier.bench import database, defaults, launch, loop, peers, rabbit, results
-from courier.lab import processes
+from courier.lab import clientpool
+from courier.server import launcher
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +132,7 @@ async def _run_system(
                     async with system.level(clients) as target:
                         result = await run_level(system.name, target, clients, settings, reporter)
                     outcome.results.append(result)
-                except (peers.Skipped, processes.ProcessFailed) as failed:
+                except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
                     # A level this box cannot carry (e.g. too many connections) is
                     # reported, and the sweep goes on with the next.
                     outcome.skipped[f"{system.name}@{clients}"] = str(failed)

@@ -41,7 +41,6 @@ def _parse_trim(ctx: click.Context, param: click.Parameter, value: str | None) -
 )
 @click.option(
     "--window",
-    "window_s",
     type=click.FloatRange(min=0.001),
     default=5.0,
     show_default=True,
@@ -62,7 +61,7 @@ def analyze(
     experiment_dir: Path,
     master: str,
     trim: trimming.FixedTrim | None,
-    window_s: float,
+    window: float,
     out: Path | None,
     exact_percentiles: bool,
 ) -> None:
@@ -88,7 +87,7 @@ def analyze(
                 experiment_dir,
                 master=master,
                 trim=trim,
-                window_s=window_s,
+                window_s=window,
                 out=out,
                 exact_percentiles=exact_percentiles,
                 progress=advance,

@@ -30,6 +30,7 @@ from rich.console import Console
 
 from courier import config, errors
 from courier.bench import defaults
+from courier.cli.options import shared_option
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -38,7 +39,6 @@ stderr = Console(stderr=True)
 
 json_option = click.option(
     "--json",
-    "json_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Write the results to this JSON file.",
@@ -48,7 +48,6 @@ json_option = click.option(
 def plot_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--plot",
-        "plot_path",
         type=click.Path(dir_okay=False, path_type=Path),
         default=None,
         help=f"Draw {what} (.png or .svg).",
@@ -99,9 +98,9 @@ def bench() -> None:
     default=None,
     help="Use this PostgreSQL (migrated if needed) instead of a fresh embedded one.",
 )
-@click.option(
+@shared_option(
     "--rabbitmq",
-    envvar=["COURIER_BENCH_PEERS_RABBITMQ", "COURIER_BENCH_RABBITMQ"],
+    shared_envvar="COURIER_BENCH_RABBITMQ",
     default=defaults.RABBITMQ_URL,
     show_default=True,
     help="RabbitMQ URL; 'none' leaves RabbitMQ out.",
@@ -118,8 +117,8 @@ def peers(
     pool_size: int,
     dsn: str | None,
     rabbitmq: str,
-    json_path: Path | None,
-    plot_path: Path | None,
+    json: Path | None,
+    plot: Path | None,
 ) -> None:
     """Send + pop on one shared queue: Courier, its database tier, and RabbitMQ."""
     from courier.bench import output, sweep
@@ -127,7 +126,7 @@ def peers(
     _check_positive(duration=duration, processes=processes, middlewares=middlewares,
                     pool_size=pool_size)  # fmt: skip
     _check_warmup(warmup)
-    _check_plot(plot_path)
+    _check_plot(plot)
     no_rabbitmq = rabbitmq.strip().lower() == "none"
     chosen = tuple(s for s in _systems(systems) if not (no_rabbitmq and s == defaults.RABBITMQ))
     if not chosen:
@@ -146,11 +145,11 @@ def peers(
         stdout.print(output.RATIO_CAPTION, highlight=False)
     for reason in outcome.skipped.values():
         stdout.print(reason, markup=False, highlight=False)
-    if json_path is not None:
-        _write_json(json_path, outcome.document(settings))
-    if plot_path is not None and outcome.results:
-        output.plot(outcome.results, plot_path)
-        stderr.print(f"plot: {plot_path}")
+    if json is not None:
+        _write_json(json, outcome.document(settings))
+    if plot is not None and outcome.results:
+        output.plot(outcome.results, plot)
+        stderr.print(f"plot: {plot}")
 
 
 @bench.command()
@@ -181,7 +180,7 @@ def standard(
     warmup: float,
     processes: int,
     out: Path | None,
-    json_path: Path | None,
+    json: Path | None,
 ) -> None:
     """The lab's 12-step standard cycle: requests/s and latency, overall and per operation."""
     from courier.bench import output
@@ -199,8 +198,8 @@ def standard(
     output.stdout().print(output.standard_table(settings, found))
     if out is not None:
         stderr.print(f"records: {out / cycle.NAME}")
-    if json_path is not None:
-        _write_json(json_path, found.as_json(settings))
+    if json is not None:
+        _write_json(json, found.as_json(settings))
 
 
 @bench.command()
@@ -238,8 +237,8 @@ def churn(
     warmup: float,
     processes: int,
     pool_size: int,
-    json_path: Path | None,
-    plot_path: Path | None,
+    json: Path | None,
+    plot: Path | None,
 ) -> None:
     """Send + pop through Courier for minutes: throughput, latency and dead rows per interval."""
     from courier.bench import churn as long_run
@@ -248,7 +247,7 @@ def churn(
     _check_positive(clients=clients, middlewares=middlewares, duration=duration,
                     interval=interval, processes=processes, pool_size=pool_size)  # fmt: skip
     _check_warmup(warmup)
-    _check_plot(plot_path)
+    _check_plot(plot)
     settings = long_run.Settings(
         clients=clients, middlewares=middlewares, duration_s=duration, interval_s=interval,
         warmup_s=warmup, processes=processes, pool_size=pool_size,
@@ -261,11 +260,11 @@ def churn(
     if found.totals.errors:
         stdout.print(f"{found.totals.errors} requests failed; the last: {found.totals.last_error}",
                      markup=False, highlight=False)  # fmt: skip
-    if json_path is not None:
-        _write_json(json_path, found.as_json(settings))
-    if plot_path is not None:
-        output.churn_plot(found, plot_path)
-        stderr.print(f"plot: {plot_path}")
+    if json is not None:
+        _write_json(json, found.as_json(settings))
+    if plot is not None:
+        output.churn_plot(found, plot)
+        stderr.print(f"plot: {plot}")
 
 
 @bench.command()
@@ -287,14 +286,14 @@ def churn(
 @json_option
 @plot_option("pop and send latency against the background")
 def flat(
-    background: str, samples: int, pool_size: int, json_path: Path | None, plot_path: Path | None
+    background: str, samples: int, pool_size: int, json: Path | None, plot: Path | None
 ) -> None:
     """A pop's latency with 0 to millions of messages for others stored beside it."""
     from courier.bench import flat as beside
     from courier.bench import output
 
     _check_positive(samples=samples, pool_size=pool_size)
-    _check_plot(plot_path)
+    _check_plot(plot)
     levels = _levels(background, "--background", least=0)
     settings = beside.Settings(background=levels, samples=samples, pool_size=pool_size)
     with output.ProgressReporter(stderr) as reporter:
@@ -302,11 +301,11 @@ def flat(
     stdout = output.stdout()
     stdout.print(output.flat_table(found))
     _print_lines(stdout, found.verdict())
-    if json_path is not None:
-        _write_json(json_path, found.as_json(settings))
-    if plot_path is not None:
-        output.flat_plot(found, plot_path)
-        stderr.print(f"plot: {plot_path}")
+    if json is not None:
+        _write_json(json, found.as_json(settings))
+    if plot is not None:
+        output.flat_plot(found, plot)
+        stderr.print(f"plot: {plot}")
 
 
 @bench.command()
@@ -333,7 +332,7 @@ def pops(
     batched: bool,
     batch: int,
     processes: int,
-    json_path: Path | None,
+    json: Path | None,
 ) -> None:
     """Courier's database tier emptying a full queue with 1 to 64 connections."""
     from courier.bench import output
@@ -349,8 +348,8 @@ def pops(
     stdout = output.stdout()
     stdout.print(output.pops_table(settings, found))
     _print_lines(stdout, found.verdict())
-    if json_path is not None:
-        _write_json(json_path, found.as_json(settings))
+    if json is not None:
+        _write_json(json, found.as_json(settings))
 
 
 @bench.command()
@@ -399,7 +398,7 @@ def fuzz(
     dsn: str | None,
     pool_size: int,
     seed: int | None,
-    json_path: Path | None,
+    json: Path | None,
 ) -> None:
     """Broken frames at the middleware while well-behaved clients check that nothing is lost."""
     from courier.bench import fuzz as fuzzing
@@ -420,8 +419,8 @@ def fuzz(
     for table in output.fuzz_tables(found):
         stdout.print(table)
     _print_lines(stdout, found.verdict())
-    if json_path is not None:
-        _write_json(json_path, found.as_json())
+    if json is not None:
+        _write_json(json, found.as_json())
     if found.failures():
         raise SystemExit(1)
 
@@ -501,7 +500,7 @@ def chaos(
     pool_size: int,
     restart_database: bool,
     log_dir: Path | None,
-    json_path: Path | None,
+    json: Path | None,
 ) -> None:
     """Kill -9 middleware and restart PostgreSQL under load: every message acked exactly once."""
     from courier.bench import chaos as abuse
@@ -529,8 +528,8 @@ def chaos(
         )
         stdout.print(f"failed calls (retried or skipped): {errors_seen}; the last:"
                      f" {found.accounts.last_error}", markup=False, highlight=False)  # fmt: skip
-    if json_path is not None:
-        _write_json(json_path, found.as_json(settings))
+    if json is not None:
+        _write_json(json, found.as_json(settings))
     if not found.passed:
         raise SystemExit(1)
 

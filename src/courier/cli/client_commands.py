@@ -187,7 +187,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 
 @click.command(cls=common.Command)
 @click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
-@click.option("--file", "path", help="Send the bytes of this file (- reads stdin) as the body.")
+@click.option("--file", help="Send the bytes of this file (- reads stdin) as the body.")
 @click.option("--receiver", type=int, help="Only this client id may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
@@ -197,7 +197,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 @common.client_options
 def send(
     queues: tuple[str, ...],
-    path: str | None,
+    file: str | None,
     receiver: int | None,
     priority: int,
     context: int | None,
@@ -207,11 +207,11 @@ def send(
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
     prints the message ids."""
-    names, body = (queues, None) if path is not None else (queues[:-1], queues[-1])
+    names, body = (queues, None) if file is not None else (queues[:-1], queues[-1])
     if not names:
         raise click.UsageError("name at least one queue, then the body")
     refs = [queue_ref(name) for name in names]
-    data = read_body(body, path)
+    data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
             refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
@@ -340,18 +340,16 @@ def request(
 
 @click.command(cls=common.Command)
 @click.argument("body")
-@click.option(
-    "--to", "to_file", type=click.File("r"), help="A message from `receive --json`; - is stdin."
-)
-@click.option("--queue", "queue_name", help="Queue of the request (with --receiver, --context).")
+@click.option("--to", type=click.File("r"), help="A message from `receive --json`; - is stdin.")
+@click.option("--queue", help="Queue of the request (with --receiver, --context).")
 @click.option("--receiver", type=int, help="Client id of the requester.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @common.client_options
 def reply(
     body: str,
-    to_file: Any,
-    queue_name: str | None,
+    to: Any,
+    queue: str | None,
     receiver: int | None,
     context: int | None,
     priority: int,
@@ -364,12 +362,12 @@ def reply(
     """
     # Read the request before logging in: piped from `courier receive --as NAME`, the
     # input ends only once that process has logged NAME out.
-    request = request_to_answer(to_file, (queue_name, receiver, context))
+    request = request_to_answer(to, (queue, receiver, context))
     with common.client() as client:
         if request is not None:
             message_id = client.reply(request, body, priority=priority)
         else:
-            target = queue_ref(queue_name or "")
+            target = queue_ref(queue or "")
             sent = client.send(target, body, receiver=receiver, priority=priority, context=context)
             message_id = sent[0]
     common.emit({"message_id": message_id}, lambda: common.say(f"sent reply {message_id}"))

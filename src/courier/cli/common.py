@@ -6,6 +6,8 @@ Options on every client command (each also an environment variable):
     --servers H:P,...  middleware addresses             COURIER_SERVERS
                        (default: the servers of the running `courier up`, from its
                        state file, else 127.0.0.1:7400)
+    --data-dir DIR     where `courier up` keeps that    COURIER_DATA_DIR
+                       state file
     --json             machine-readable output on stdout
 
 Exit codes (stable; a subclass not listed exits like its parent):
@@ -35,10 +37,9 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from courier import config, errors, models
+from courier import config, errors, localstate, models
+from courier.cli.options import shared_option
 from courier.client import sync_client
-
-UP_STATE_FILE = "up.json"
 
 EXIT_CODES: dict[type[errors.CourierError], int] = {
     errors.CourierError: 1,
@@ -102,6 +103,7 @@ class Options:
     as_name: str | None = None
     as_name_given: bool = False
     servers: tuple[tuple[str, int], ...] | None = None
+    data_dir: Path = dataclasses.field(default_factory=localstate.data_dir)
     json: bool = False
 
 
@@ -125,6 +127,8 @@ def options() -> Options:
 def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, param: click.Parameter, value: Any) -> None:
         stored = ctx.meta.setdefault(_OPTIONS_KEY, Options())
+        if field == "data_dir":
+            value = localstate.data_dir(value)
         if field == "servers" and value is not None:
             try:
                 value = config.parse_servers(value)
@@ -141,14 +145,19 @@ def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 def client_options(command: F) -> F:
     """Add --as, --servers and --json to a command (read them back with ``options()``)."""
     decorators = [
-        click.option(
-            "--as", "as_name", envvar="COURIER_AS", metavar="NAME", expose_value=False,
+        shared_option(
+            "--as", "as", shared_envvar="COURIER_AS", metavar="NAME", expose_value=False,
             callback=_store("as_name"), help="Log in as this client.",
         ),
-        click.option(
-            "--servers", envvar="COURIER_SERVERS", metavar="HOST:PORT,...", expose_value=False,
-            callback=_store("servers"),
+        shared_option(
+            "--servers", shared_envvar="COURIER_SERVERS", metavar="HOST:PORT,...",
+            expose_value=False, callback=_store("servers"),
             help="Middleware servers (default: those of `courier up`, else 127.0.0.1:7400).",
+        ),
+        shared_option(
+            "--data-dir", shared_envvar="COURIER_DATA_DIR", expose_value=False,
+            type=click.Path(file_okay=False, path_type=Path), callback=_store("data_dir"),
+            help="Where to look for the servers of `courier up` (default: ~/.local/share/courier).",
         ),
         click.option(
             "--json", "json", is_flag=True, expose_value=False, callback=_store("json"),
@@ -173,7 +182,7 @@ def client(*, login: bool = True) -> Iterator[sync_client.Client]:
             raise click.UsageError(f"this shell is logged in as {shell.client.name!r}")
         yield shell.client
         return
-    servers = chosen.servers or default_servers(config.default_data_dir())
+    servers = chosen.servers or localstate.local_servers(chosen.data_dir)
     name = chosen.as_name if login else None
     with sync_client.Client.connect(servers, name=name) as connected:
         yield connected
@@ -181,16 +190,6 @@ def client(*, login: bool = True) -> Iterator[sync_client.Client]:
 
 def shell_state() -> Shell | None:
     return click.get_current_context().find_object(Shell)
-
-
-def default_servers(data_dir: Path) -> tuple[tuple[str, int], ...]:
-    """The servers `courier up` started (its state file lists them), else the default."""
-    try:
-        state = json.loads((data_dir / UP_STATE_FILE).read_text())
-        found = config.parse_servers(",".join(state["servers"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        return config.ClientSettings().servers
-    return found
 
 
 # -- output ----------------------------------------------------------------------------

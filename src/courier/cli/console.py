@@ -11,47 +11,22 @@ A token on the command line shows in `ps`; a file or the environment does not.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import click
 
-from courier import config
+from courier import config, localstate
+from courier.cli.options import data_dir_option, shared_option
 from courier.console import auth, settings
-from courier.db import embedded
-
-UP_STATE_FILE = "up.json"
-EMBEDDED_DIR = "pg"  # the embedded database's place in the data dir
-
-
-def up_state(data_dir: Path) -> dict[str, Any]:
-    """What `courier up` recorded about the system it started; empty if nothing."""
-    try:
-        found = json.loads((data_dir / UP_STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return found if isinstance(found, dict) else {}
-
-
-def local_dsn(data_dir: Path) -> str | None:
-    """The DSN of the running local database: `courier up`'s, else the embedded one."""
-    recorded = up_state(data_dir).get("dsn")
-    if isinstance(recorded, str) and recorded:
-        return recorded
-    server = embedded.EmbeddedPostgres(data_dir / EMBEDDED_DIR)
-    if server.status().state is not embedded.State.RUNNING:
-        return None
-    return server.dsn
 
 
 def resolve_token(given: str | None, data_dir: Path) -> tuple[str, str | None]:
     """The admin token, and a note to print about it (None when given by the user)."""
     if given:
         return given, None
-    recorded = up_state(data_dir).get("admin_token")
-    if isinstance(recorded, str) and recorded:
-        return recorded, "admin actions take the token `courier up` printed"
+    recorded = localstate.read_up_state(data_dir)
+    if recorded is not None and recorded.admin_token:
+        return recorded.admin_token, "admin actions take the token `courier up` printed"
     token = auth.generate_token()
     return token, f"admin token (generated; shown once): {token}"
 
@@ -66,30 +41,27 @@ def read_token_file(path: Path) -> str:
 
 
 @click.command()
-@click.option("--dsn", default=None, help="PostgreSQL DSN (default: the local database).")
+@shared_option(
+    "--dsn", shared_envvar="COURIER_DSN", default=None,
+    help="PostgreSQL DSN (default: the local database).",
+)  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", default=config.DEFAULT_CONSOLE_PORT, show_default=True, help="HTTP port.")
-@click.option(
+@shared_option(
     "--admin-token",
-    envvar="COURIER_ADMIN_TOKEN",
+    shared_envvar="COURIER_ADMIN_TOKEN",
     default=None,
     help="Token for the admin actions (default: `courier up`'s, else a new one, printed once).",
 )
-@click.option(
+@shared_option(
     "--admin-token-file",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    envvar="COURIER_ADMIN_TOKEN_FILE",
+    shared_envvar="COURIER_ADMIN_TOKEN_FILE",
     default=None,
     help="Read the admin token from this file (its first line): unlike --admin-token,"
     " it never shows in `ps`.",
 )
-@click.option(
-    "--data-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    envvar="COURIER_DATA_DIR",
-    default=None,
-    help="Where `courier up` keeps its state (default: ~/.local/share/courier).",
-)
+@data_dir_option
 @click.option("--refresh-ms", default=2000, show_default=True, help="How often pages refresh.")
 @click.option("--log-level", default="warning", show_default=True, help="uvicorn's log level.")
 def console(
@@ -98,15 +70,14 @@ def console(
     port: int,
     admin_token: str | None,
     admin_token_file: Path | None,
-    data_dir: Path | None,
+    data_dir: Path,
     refresh_ms: int,
     log_level: str,
 ) -> None:
     """Serve the management console: live overview, clients, queues, messages."""
     from courier.console import serving  # the web stack loads only for this command
 
-    data_dir = (data_dir or config.default_data_dir()).expanduser()
-    chosen_dsn = dsn or local_dsn(data_dir)
+    chosen_dsn = dsn or localstate.local_dsn(data_dir)
     if not chosen_dsn:
         raise click.UsageError("no database: pass --dsn, or start one with `courier up`")
     if admin_token_file is not None:

@@ -6,18 +6,19 @@
     courier db stop       fast, clean shutdown
     courier db migrate    install or upgrade the schema (--dsn for an external server)
 
-The data dir defaults to ~/.local/share/courier/pg (--data-dir, COURIER_DATA_DIR).
+The cluster lives in ``<data dir>/pg`` (--data-dir, COURIER_DATA_DIR; default
+~/.local/share/courier), where `courier up` finds it too.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import click
 
+from courier import localstate
+from courier.cli.options import data_dir_option, shared_option
 from courier.db import embedded, schema
 
 # Exit codes of `status`, as init scripts use them (LSB).
@@ -25,21 +26,9 @@ EXIT_RUNNING = 0
 EXIT_DEAD_WITH_PID_FILE = 1
 EXIT_NOT_RUNNING = 3
 
-_F = TypeVar("_F", bound=Callable[..., Any])
 
-
-def data_dir_option(command: _F) -> _F:
-    return click.option(
-        "--data-dir",
-        type=click.Path(file_okay=False, path_type=Path),
-        envvar="COURIER_DATA_DIR",
-        default=None,
-        help="Embedded server's data dir (default: ~/.local/share/courier/pg).",
-    )(command)
-
-
-def _server(data_dir: Path | None) -> embedded.EmbeddedPostgres:
-    return embedded.EmbeddedPostgres(data_dir or embedded.default_data_dir())
+def _server(data_dir: Path) -> embedded.EmbeddedPostgres:
+    return localstate.embedded_database(data_dir)
 
 
 @click.group()
@@ -49,7 +38,7 @@ def db() -> None:
 
 @db.command()
 @data_dir_option
-def start(data_dir: Path | None) -> None:
+def start(data_dir: Path) -> None:
     """Start the embedded server (idempotent) and print its DSN."""
     try:
         click.echo(_server(data_dir).start())
@@ -59,7 +48,7 @@ def start(data_dir: Path | None) -> None:
 
 @db.command()
 @data_dir_option
-def stop(data_dir: Path | None) -> None:
+def stop(data_dir: Path) -> None:
     """Stop the embedded server (a no-op when it is not running)."""
     try:
         _server(data_dir).stop()
@@ -71,7 +60,7 @@ def stop(data_dir: Path | None) -> None:
 @db.command()
 @data_dir_option
 @click.pass_context
-def status(ctx: click.Context, data_dir: Path | None) -> None:
+def status(ctx: click.Context, data_dir: Path) -> None:
     """Say whether the embedded server runs; exit 0 only when it does."""
     server = _server(data_dir)
     current = server.status()
@@ -90,7 +79,7 @@ def status(ctx: click.Context, data_dir: Path | None) -> None:
 
 @db.command()
 @data_dir_option
-def url(data_dir: Path | None) -> None:
+def url(data_dir: Path) -> None:
     """Print the DSN of the embedded `courier` database."""
     try:
         click.echo(_server(data_dir).dsn)
@@ -99,14 +88,14 @@ def url(data_dir: Path | None) -> None:
 
 
 @db.command()
-@click.option(
+@shared_option(
     "--dsn",
-    envvar="COURIER_DSN",
+    shared_envvar="COURIER_DSN",
     default=None,
     help="PostgreSQL >= 14 to migrate (default: the running embedded server).",
 )
 @data_dir_option
-def migrate(dsn: str | None, data_dir: Path | None) -> None:
+def migrate(dsn: str | None, data_dir: Path) -> None:
     """Install or upgrade Courier's schema."""
     target = dsn or _running_embedded_dsn(data_dir)
     try:
@@ -118,7 +107,7 @@ def migrate(dsn: str | None, data_dir: Path | None) -> None:
     click.echo("schema is up to date")
 
 
-def _running_embedded_dsn(data_dir: Path | None) -> str:
+def _running_embedded_dsn(data_dir: Path) -> str:
     server = _server(data_dir)
     if server.status().state is not embedded.State.RUNNING:
         raise click.UsageError("give --dsn, or start the embedded server with `courier db start`")

@@ -18,7 +18,6 @@ DEFAULT_SPEC = Path("experiments/demo.toml")
 @click.command()
 @click.option(
     "--spec",
-    "spec_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=DEFAULT_SPEC,
     show_default=True,
@@ -32,16 +31,16 @@ DEFAULT_SPEC = Path("experiments/demo.toml")
     help="Experiments directory.",
 )
 @click.pass_context
-def demo(ctx: click.Context, spec_path: Path, out: Path) -> None:
+def demo(ctx: click.Context, spec: Path, out: Path) -> None:
     """Run the demo experiment, analyse it, and say where the report is."""
     from courier.cli import analyze, lab
-    from courier.lab import spec
+    from courier.lab import spec as experiment
 
-    if not spec_path.is_file():
-        raise click.ClickException(f"{spec_path} not found: run this from the repository root")
-    name = spec.load(spec_path).name
-    click.secho(f"1/2  running experiment {name} ({spec_path})", bold=True, err=True)
-    ctx.invoke(lab.run, spec_path=spec_path, out=out, overwrite=True)
+    if not spec.is_file():
+        raise click.ClickException(f"{spec} not found: run this from the repository root")
+    name = experiment.load(spec).name
+    click.secho(f"1/2  running experiment {name} ({spec})", bold=True, err=True)
+    ctx.invoke(lab.run, spec_path=spec, out=out, overwrite=True)
     click.secho(f"2/2  analysing {out / name} on Spark", bold=True, err=True)
     ctx.invoke(analyze.analyze, experiment_dir=out / name)
     report = (out / name / "report" / "index.html").resolve()

@@ -133,7 +133,7 @@ class RichReporter:
 @click.option("--servers", required=True, help="Middleware to use (host:port,...).")
 @click.option("--record-dir", required=True, type=click.Path(file_okay=False, path_type=Path))
 @click.option("--run-id", required=True, help="Run id written into every record.")
-@click.option("--process", "process_name", default=None, help="Process name (default: host-pid).")
+@click.option("--process", default=None, help="Process name (default: host-pid).")
 @click.option("--behaviour", default="standard", show_default=True, help="Workload behaviour.")
 @click.option("--count", default=8, show_default=True, help="Clients in this process.")
 @click.option("--duration", default=60.0, show_default=True, help="Seconds of load.")
@@ -147,7 +147,7 @@ def clients(
     servers: str,
     record_dir: Path,
     run_id: str,
-    process_name: str | None,
+    process: str | None,
     behaviour: str,
     count: int,
     duration: float,
@@ -168,7 +168,7 @@ def clients(
         servers=tuple(_addresses(servers)),
         record_dir=record_dir,
         run_id=run_id,
-        process=process_name or remote.default_process_name(),
+        process=process or remote.default_process_name(),
         behaviour=behaviour,
         count=count,
         duration_s=duration,

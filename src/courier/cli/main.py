@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from courier import config
+from courier.config import load_toml
 
 # command name -> "module:attribute"; importing lazily keeps `courier send` fast.
 COMMANDS: dict[str, str] = {
@@ -71,16 +71,15 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"auto_envvar_prefix": "COURIER"})
 @click.option(
     "--config",
-    "config_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="Settings file (default: ./courier.toml when present).",
 )
 @click.version_option(package_name="courier")
 @click.pass_context
-def cli(ctx: click.Context, config_path: Path | None) -> None:
+def cli(ctx: click.Context, config: Path | None) -> None:
     """Courier: durable, receiver-addressed queues on PostgreSQL, with a built-in lab."""
-    ctx.default_map = config.load_toml(config_path)
+    ctx.default_map = load_toml(config)
 
 
 def main() -> None:

@@ -7,41 +7,26 @@ as COURIER_DSN). Without --dsn the instance uses the local database that
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 from pathlib import Path
 
 import click
 
-from courier import config, errors
-from courier.cli import up
-from courier.db import embedded
+from courier import config, errors, localstate
+from courier.cli.options import data_dir_option, shared_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 DEFAULTS = config.ServerSettings()
 
 
-def local_dsn(data_dir: Path) -> str | None:
-    """The running local database: the one `courier up` recorded, else the embedded
-    server of `courier db start`; None if neither runs."""
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        recorded = json.loads((data_dir / up.STATE_FILE).read_text()).get("dsn")
-        if isinstance(recorded, str) and recorded:
-            return recorded
-    server = embedded.EmbeddedPostgres(embedded.default_data_dir())
-    if server.status().state is not embedded.State.RUNNING:
-        return None
-    return server.dsn
-
-
 @click.command()
-@click.option(
+@shared_option(
     "--dsn",
-    envvar=["COURIER_SERVE_DSN", "COURIER_DSN"],
+    shared_envvar="COURIER_DSN",
     default=None,
     help="PostgreSQL DSN (default: the local database of `courier up` / `courier db start`).",
 )
+@data_dir_option
 @click.option("--host", default=DEFAULTS.host, show_default=True, help="Address to listen on.")
 @click.option("--port", default=DEFAULTS.port, show_default=True, help="0 picks a free port.")
 @click.option(
@@ -165,6 +150,7 @@ def local_dsn(data_dir: Path) -> str | None:
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING, ...")
 def serve(
     dsn: str | None,
+    data_dir: Path,
     host: str,
     port: int,
     max_clients: int,
@@ -192,7 +178,7 @@ def serve(
     """Run one middleware instance."""
     logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
     if not dsn and not mock:
-        dsn = local_dsn(config.default_data_dir())
+        dsn = localstate.local_dsn(data_dir)
         if dsn is None:
             raise click.UsageError("give --dsn, or start a local database with `courier up`")
     settings = config.ServerSettings(
@@ -235,14 +221,18 @@ def serve(
 
 def run(settings: config.ServerSettings) -> None:
     # Imported here so that `courier serve --help` stays quick.
-    if settings.record_dir is not None:
-        from courier.lab import middleware
+    from courier.server import app
 
-        middleware.run(settings)
-    else:
-        from courier.server import app
-
+    if settings.record_dir is None:
         app.run(settings)
+        return
+    from courier.lab import recording  # the lab adds a recorder; the server is the same
+
+    instance = f"{settings.host}:{settings.port}"
+    with recording.ProcessRecording.for_middleware(
+        settings.record_dir, settings.run_id, instance
+    ) as recorded:
+        app.run(settings, recorded.server_recorder())
 
 
 if __name__ == "__main__":

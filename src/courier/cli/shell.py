@@ -18,11 +18,10 @@ from pathlib import Path
 
 import click
 
-from courier import config, errors
+from courier import errors, localstate
 from courier.cli import client_commands, common
 from courier.client import sync_client
 
-HISTORY_FILE = "shell_history"
 HISTORY_LENGTH = 1000
 
 COMMANDS: dict[str, click.Command] = {
@@ -167,10 +166,10 @@ def shell() -> None:
     chosen = common.options()
     if chosen.as_name is None:
         raise click.UsageError("say who you are: courier shell --as NAME")
-    servers = chosen.servers or common.default_servers(config.default_data_dir())
+    servers = chosen.servers or localstate.local_servers(chosen.data_dir)
     with sync_client.Client.connect(servers, name=chosen.as_name) as client:
         interactive = sys.stdin.isatty()
         console = CourierShell(common.Shell(client), interactive=interactive)
-        history_path = config.default_data_dir() / HISTORY_FILE
+        history_path = chosen.data_dir / localstate.SHELL_HISTORY_FILE
         with history(history_path) if interactive else contextlib.nullcontext():
             console.cmdloop()

@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 import asyncpg
 import psutil
 
-from courier import config
 from courier.db import schema
 
 with warnings.catch_warnings():
@@ -56,11 +55,6 @@ LOG_FILE = "server.log"
 RESERVED_PORTS = frozenset({5432})
 
 _T = TypeVar("_T")
-
-
-def default_data_dir() -> Path:
-    """Where the embedded server lives unless told otherwise."""
-    return config.default_data_dir() / "pg"
 
 
 class State(enum.StrEnum):

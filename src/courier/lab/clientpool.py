@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from multiprocessing.process import BaseProcess
 from typing import Any, Generic, Protocol, TypeVar
 
-from courier.lab import loadgen, processes
+from courier.lab import loadgen
 
 READY_TIMEOUT = 120.0
 STOP_GRACE = 10.0
@@ -31,6 +31,10 @@ class NamedPlan(Protocol):
 
     @property
     def process(self) -> str: ...
+
+
+class ProcessFailed(RuntimeError):
+    """A load-generator process did not come up or did not end cleanly."""
 
 
 Entry = Callable[[Any, multiprocessing.connection.Connection], None]
@@ -67,7 +71,7 @@ class ProcessGroup(Generic[ResultT]):
         for index in range(len(self._pipes)):
             message = await self._receive(index, timeout)
             if message != "ready":
-                raise processes.ProcessFailed(f"{self.plans[index].process}: {message}")
+                raise ProcessFailed(f"{self.plans[index].process}: {message}")
 
     def go(self, go: loadgen.Go) -> None:
         for pipe in self._pipes:
@@ -78,7 +82,7 @@ class ProcessGroup(Generic[ResultT]):
         for index in range(len(self._pipes)):
             message = await self._receive(index, timeout)
             if not isinstance(message, self._result_type):
-                raise processes.ProcessFailed(f"{self.plans[index].process}: {message}")
+                raise ProcessFailed(f"{self.plans[index].process}: {message}")
             results.append(message)
         for process in self._processes:
             process.join(STOP_GRACE)
@@ -104,16 +108,14 @@ class ProcessGroup(Generic[ResultT]):
         deadline = time.monotonic() + timeout
         while not pipe.poll():
             if not process.is_alive() and not pipe.poll():
-                raise processes.ProcessFailed(
-                    f"{self.plans[index].process} exited with {process.exitcode}"
-                )
+                raise ProcessFailed(f"{self.plans[index].process} exited with {process.exitcode}")
             if time.monotonic() > deadline:
-                raise processes.ProcessFailed(f"{self.plans[index].process} did not answer")
+                raise ProcessFailed(f"{self.plans[index].process} did not answer")
             await asyncio.sleep(POLL_INTERVAL)
         try:
             return pipe.recv()
         except EOFError as exc:
-            raise processes.ProcessFailed(f"{self.plans[index].process} hung up") from exc
+            raise ProcessFailed(f"{self.plans[index].process} hung up") from exc
 
 
 class LoadProcesses(ProcessGroup[loadgen.ProcessResult]):

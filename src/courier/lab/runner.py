@@ -32,13 +32,13 @@ from courier.lab import (
     loadgen,
     manifest,
     probes,
-    processes,
     recording,
     records,
     setup,
     spec,
     workloads,
 )
+from courier.server import launcher
 
 START_DELAY_S = 0.5
 """Between the go signal and the common start instant, so every process starts together."""
@@ -166,7 +166,7 @@ class Run:
         self.options = options
         self.reporter = reporter
         self.token = secrets.token_hex(3)
-        self.middleware: list[processes.MiddlewareProcess] = []
+        self.middleware: list[launcher.Middleware] = []
         self.load: clientpool.LoadProcesses | None = None
         self.recorded: recording.ProcessRecording | None = None
 
@@ -215,17 +215,15 @@ class Run:
     async def _start_middleware(self) -> list[str]:
         if self.options.servers:
             return list(self.options.servers)
+        mock = self.config.mock == "middleware"
         for _ in range(self.config.middleware):
-            options = processes.MiddlewareOptions(
-                dsn=self.db.dsn or "", port=processes.free_port(), record_dir=self.run_dir,
-                run_id=self.planned.run_id, pool_size=self.config.pool_size,
-                max_clients=self.config.max_clients, mock=self.config.mock == "middleware",
-            )  # fmt: skip
-            process = processes.MiddlewareProcess(options, self.run_dir / "logs")
-            self.middleware.append(process)
-            process.launch()
-        await asyncio.gather(*(process.wait_ready() for process in self.middleware))
-        return [process.options.address for process in self.middleware]
+            self.middleware.append(launcher.Middleware.start(
+                self.run_dir / "logs", dsn=None if mock else self.db.dsn, mock=mock,
+                record_dir=self.run_dir, run_id=self.planned.run_id,
+                pool_size=self.config.pool_size, max_clients=self.config.max_clients,
+            ))  # fmt: skip
+        await asyncio.gather(*(process.ready() for process in self.middleware))
+        return [process.address for process in self.middleware]
 
     async def _prepare(
         self, servers: list[str]
@@ -282,9 +280,9 @@ class Run:
     async def _tear_down(self, summary: RunSummary) -> None:
         if self.load is not None:
             await self.load.stop()
-        codes = await asyncio.gather(*(process.stop() for process in self.middleware))
+        codes = await asyncio.gather(*(process.stopped() for process in self.middleware))
         for process, code in zip(self.middleware, codes, strict=True):
-            summary.middleware_exit_codes[process.options.address] = code
+            summary.middleware_exit_codes[process.address] = code
         if self.recorded is not None:
             self.recorded.close()
 

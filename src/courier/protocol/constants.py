@@ -49,6 +49,10 @@ def frame_limit_for(max_body_bytes: int) -> int:
 
 
 MAX_REQUEST_ID = 0xFFFF_FFFF
+PROBE_REQUEST_ID = 0
+"""Clients number their requests from 1. A request with id 0 is a probe (a launcher's
+readiness PING, say): it is answered like any other but left out of the measurement
+records, since it is no part of any workload."""
 MAX_NAME_BYTES = 0xFFFF
 """Queue and client names, and error messages, carry a u16 byte length."""
 

@@ -9,6 +9,7 @@ answered SERVER_FULL; a LOGOUT gives it back, and the connection is anonymous ag
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from courier import errors
@@ -63,3 +64,17 @@ class Admission(Generic[C]):
 
     def is_anonymous(self, connection: C) -> bool:
         return connection in self._anonymous
+
+
+@dataclass(frozen=True, slots=True)
+class Seat(Generic[C]):
+    """One connection's hold on the places, as the LOGIN and LOGOUT handlers move it."""
+
+    places: Admission[C]
+    connection: C
+
+    def log_in(self) -> None:
+        self.places.log_in(self.connection)
+
+    def log_out(self) -> None:
+        self.places.log_out(self.connection)

@@ -14,8 +14,7 @@ import signal
 import uvloop
 
 from courier import config, protocol
-from courier.db import batching, listen, pools, repository
-from courier.lab import mock
+from courier.db import batching, listen, mock, pools, repository
 from courier.server import (
     backend,
     connection,

@@ -3,7 +3,7 @@
 ``Backend`` is the part of the repository's method set that handlers use, as a
 protocol, so the batching ``courier.db.batching.BatchedRepository``, the plain
 ``courier.db.repository.Repository`` and the fixed-answer
-``courier.lab.mock.MockBackend`` (`courier serve --mock`) are interchangeable.
+``courier.db.mock.MockBackend`` (`courier serve --mock`) are interchangeable.
 ``InstanceStore`` is what the instance registry needs. The database driver stays
 behind this boundary: storage translates its failures into courier.errors, and a
 database out of reach arrives here as Unavailable.

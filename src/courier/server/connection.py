@@ -1,11 +1,13 @@
 """One client connection: read frames, run requests concurrently, write their replies.
 
 Requests on a connection are pipelined: each runs as its own task and its reply
-echoes its request id, in whatever order replies complete. LOGIN and LOGOUT are the
-exception: reading pauses until they finish, so every request sees the session as
-it was when the request arrived. Replies are whole frames, so they never
-interleave; those that complete in the same turn of the event loop (the answers of
-one batched database call) leave in one ``writelines``.
+echoes its request id, in whatever order replies complete. A request that may
+change the session (``handlers.CHANGES_SESSION``) is the exception: reading pauses
+until it is answered, so every request sees the session as it was when it arrived.
+The session a request leaves is its handler's result (``handlers.SessionChange``).
+Replies are whole frames, so they never interleave; those that complete in the
+same turn of the event loop (the answers of one batched database call) leave in
+one ``writelines``.
 
 A frame that cannot be parsed gets BAD_REQUEST and the connection carries on; a
 stream that can no longer be cut into frames (bad version, oversize frame) or a
@@ -56,7 +58,6 @@ WRITE_HIGH_WATER = 256 * 1024
 WRITE_LOW_WATER = 64 * 1024
 """Reading resumes once the waiting replies are down to this."""
 
-SESSION_OPCODES = frozenset({Opcode.LOGIN, Opcode.LOGOUT})
 WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
 
 
@@ -94,7 +95,7 @@ class Connection:
         self._last_heard = asyncio.get_running_loop().time()
         self._login_deadline: float | None = None  # loop time; set while not logged in
         self._start_login_clock()
-        self._places = places
+        self._seat = admission.Seat(places, self)
         self._recorder = settings.recorder
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
@@ -232,7 +233,7 @@ class Connection:
         if raw.opcode in WAITING_OPCODES:
             self._waiting[raw.request_id] = task
             task.add_done_callback(lambda done: self._stop_waiting(raw.request_id, done))
-        if raw.opcode in SESSION_OPCODES:
+        if raw.opcode in handlers.CHANGES_SESSION:
             # Later requests must see the session this one leaves behind.
             await asyncio.shield(task)
 
@@ -262,11 +263,12 @@ class Connection:
         started_ns = time.perf_counter_ns()
         timing = backend.Timing() if self._recorder is not None else None
         parsed_ns = started_ns
+        left = request.session  # the session the request leaves
         try:
             parsed = protocol.parse(raw)
             parsed_ns = time.perf_counter_ns()
             self._check_waits(raw.opcode)
-            reply = await self._handle(raw.opcode, parsed, request.session, timing)
+            reply, left = await self._handle(raw.opcode, parsed, request.session, timing)
         except errors.CourierError as exc:
             reply = frames.ErrorReply(exc.status, exc.message)
         except asyncio.CancelledError:
@@ -281,8 +283,10 @@ class Connection:
         encode_ns = time.perf_counter_ns()
         data, sent = self._encode_reply(raw, reply)
         written_ns = self._write(data)
-        if self._recorder is not None:
-            self._record(request, sent, timing, started_ns, parsed_ns, encode_ns, written_ns)
+        if self._recorder is not None and raw.request_id != constants.PROBE_REQUEST_ID:
+            self._record(
+                request, left, sent, timing, (started_ns, parsed_ns, encode_ns, written_ns)
+            )
 
     def _check_waits(self, opcode: int) -> None:
         """A waiting request beyond the connection's limit is refused (it is counted
@@ -305,33 +309,27 @@ class Connection:
         request: frames.Request | frames.Reply,
         current: session.Session,
         timing: backend.Timing | None,
-    ) -> frames.Reply:
+    ) -> tuple[frames.Reply, session.Session]:
+        """The reply, and the session the request leaves."""
         if current.client is None and opcode not in constants.PRE_LOGIN_OPCODES:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[Opcode(opcode)]
-        context = handlers.Context(self._services, current, timing, self._cancel_waiting)
-        if opcode != Opcode.LOGIN:
-            reply = await handler(context, request)
-            if opcode == Opcode.LOGOUT:
-                self._become_anonymous()
-            return reply
-        if current.client is None:
-            self._places.log_in(self)  # ServerFull when every place is taken
-        try:
-            reply = await handler(context, request)
-        except BaseException:
-            if self.session.client is None:
-                self._places.log_out(self)
-            raise
-        if isinstance(reply, frames.ClientReply):
-            self.session = session.Session(reply.client)
-            self._login_deadline = None
-        return reply
+        context = handlers.Context(self._services, current, timing, self._cancel_waiting,
+                                   self._seat)  # fmt: skip
+        result = await handler(context, request)
+        if not isinstance(result, handlers.SessionChange):
+            return result, current
+        self._enter(result.session)
+        return result.reply, result.session
 
-    def _become_anonymous(self) -> None:
-        self.session = session.Session()
-        self._places.log_out(self)
-        self._start_login_clock()
+    def _enter(self, new: session.Session) -> None:
+        """From now on the connection is in this session; only a logged-in one may idle
+        past the login timeout."""
+        self.session = new
+        if new.client is None:
+            self._start_login_clock()
+        else:
+            self._login_deadline = None
 
     def _unexpected(self, raw: frames.RawFrame, exc: Exception) -> frames.ErrorReply:
         # Storage reports an unreachable database as Unavailable, a CourierError that
@@ -353,17 +351,17 @@ class Connection:
     def _record(
         self,
         request: Incoming,
+        left: session.Session,
         sent: frames.Reply,
         timing: backend.Timing | None,
-        started_ns: int,
-        parsed_ns: int,
-        encode_ns: int,
-        written_ns: int,
+        instants: tuple[int, int, int, int],
     ) -> None:
-        """Hand the recorder what the request cost and the status actually sent."""
+        """Hand the recorder what the request cost and the status actually sent. A
+        request is recorded under the client it came from, else the one it logged in."""
         assert self._recorder is not None and timing is not None
+        started_ns, parsed_ns, encode_ns, written_ns = instants
         raw, arrived_ns = request.raw, request.arrived_ns
-        client = request.session.client or self.session.client  # LOGIN: the new session
+        client = request.session.client or left.client
         status = names.STATUSES[sent.status] if isinstance(sent, frames.ErrorReply) else "OK"
         row: recording.RequestRow = (
             client.id if client is not None else 0,

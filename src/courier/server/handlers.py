@@ -1,9 +1,10 @@
 """One small handler per opcode, and the table that dispatches to them.
 
 A handler takes the request's context and its typed request, calls the backend,
-and returns a typed reply. Failures are raised as courier.errors exceptions; the
-connection turns them into ErrorReply frames. Identity always comes from the
-session, never from the request body.
+and returns a typed reply; a handler whose request changes the session (LOGIN,
+LOGOUT) returns a ``SessionChange``: its reply and the session it leaves. Failures
+are raised as courier.errors exceptions; the connection turns them into ErrorReply
+frames. Identity always comes from the session, never from the request body.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from courier import config, errors, models
 from courier.protocol import frames
@@ -43,6 +44,16 @@ class Services:
             self.sweeper.due_in(milliseconds / 1000)
 
 
+class Seat(Protocol):
+    """The connection's hold on the server's places for logged-in clients."""
+
+    def log_in(self) -> None:
+        """Take a logged-in place; ServerFull when every one is taken."""
+
+    def log_out(self) -> None:
+        """Give the place back."""
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """One request's view: the services, the session it arrived in, a timing sink."""
@@ -50,8 +61,18 @@ class Context:
     services: Services
     session: session.Session
     timing: backend.Timing | None
-    cancel_waiting: Callable[[int], bool] = lambda request_id: False
+    cancel_waiting: Callable[[int], bool]
     """Ends a waiting request of this connection by its request id (CANCEL)."""
+    seat: Seat
+
+
+@dataclass(frozen=True, slots=True)
+class SessionChange:
+    """What a request that changes the session returns: its reply, and the session
+    the connection is in from then on."""
+
+    reply: frames.Reply
+    session: session.Session
 
 
 async def ping(ctx: Context, request: frames.Ping) -> frames.Pong:
@@ -65,21 +86,27 @@ async def register(ctx: Context, request: frames.Register) -> frames.ClientReply
     return frames.ClientReply(client)
 
 
-async def login(ctx: Context, request: frames.Login) -> frames.ClientReply:
+async def login(ctx: Context, request: frames.Login) -> SessionChange:
     if ctx.session.client is not None:
         raise errors.BadRequest(f"already logged in as {ctx.session.client.name!r}; log out first")
     key = request.client_id if request.client_id is not None else request.name
     if key is None:
         raise errors.BadRequest("log in by client id or by name")
     services = ctx.services
-    client = await services.backend.login(key, services.instance_id, timing=ctx.timing)
-    return frames.ClientReply(client)
+    ctx.seat.log_in()  # before the database: a full server turns the client away
+    try:
+        client = await services.backend.login(key, services.instance_id, timing=ctx.timing)
+    except BaseException:
+        ctx.seat.log_out()
+        raise
+    return SessionChange(frames.ClientReply(client), session.Session(client))
 
 
-async def logout(ctx: Context, request: frames.Logout) -> frames.Done:
+async def logout(ctx: Context, request: frames.Logout) -> SessionChange:
     client = ctx.session.require_client()
     await ctx.services.backend.logout(client.id, ctx.services.instance_id, timing=ctx.timing)
-    return frames.Done()
+    ctx.seat.log_out()
+    return SessionChange(frames.Done(), session.Session())
 
 
 async def create_queue(ctx: Context, request: frames.CreateQueue) -> frames.QueueReply:
@@ -287,7 +314,12 @@ async def queues_for_me(ctx: Context, request: frames.QueuesForMe) -> frames.Que
     return frames.QueueListReply(tuple(queues))
 
 
-Handler = Callable[[Context, Any], Awaitable[frames.Reply]]
+Handler = Callable[[Context, Any], Awaitable[frames.Reply | SessionChange]]
+
+CHANGES_SESSION = frozenset({Opcode.LOGIN, Opcode.LOGOUT})
+"""Opcodes whose handlers may return a SessionChange: the connection reads no further
+request until such a one is answered, so every request sees the session as it was
+when the request arrived."""
 
 HANDLERS: dict[Opcode, Handler] = {
     Opcode.PING: ping,

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from courier import localstate
 from helpers.names import Unique
 from helpers.servers import ServerProcess, address, closed_port_address
 
@@ -109,9 +110,9 @@ def test_settings_from_the_environment(courier: Courier, unique: Unique) -> None
 def test_servers_default_to_those_of_courier_up(
     courier: Courier, servers: list[ServerProcess]
 ) -> None:
-    state = Path(courier.env["XDG_DATA_HOME"]) / "courier" / "up.json"
-    state.parent.mkdir(parents=True)
-    state.write_text(json.dumps({"servers": [address(servers[1])], "pids": []}))
+    data_dir = Path(courier.env["XDG_DATA_HOME"]) / "courier"
+    state = localstate.UpState(dsn="", servers=[address(servers[1])], pids=[], admin_token="")
+    localstate.write_up_state(data_dir, state)
     result = courier("ping", "--json", with_servers=False)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["server"] == address(servers[1])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -11,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from courier import localstate
 from helpers.servers import COURIER, environment_without_settings, free_port
 
 START_TIMEOUT = 20.0
@@ -108,8 +108,8 @@ def test_the_database_of_courier_up_is_the_default(
     dsn: str, home: dict[str, str], start: StartProcess
 ) -> None:
     data_dir = Path(home["XDG_DATA_HOME"]) / "courier"
-    data_dir.mkdir(parents=True)
-    (data_dir / "up.json").write_text(json.dumps({"dsn": dsn, "admin_token": "up-token"}))
+    state = localstate.UpState(dsn=dsn, servers=[], pids=[], admin_token="up-token")
+    localstate.write_up_state(data_dir, state)
     console = start([], home)
     assert "up-token" not in console.output  # `courier up` showed it already
     assert "the token `courier up` printed" in console.output

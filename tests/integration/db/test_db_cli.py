@@ -36,9 +36,9 @@ def data_dir() -> Iterator[Path]:
     # Outside pytest's basetemp, which any pytest run may reset to mode 0700.
     home = Path(tempfile.mkdtemp(prefix="courier-cli-test-"))
     try:
-        yield home / "pg"
+        yield home / "courier"  # the data dir; the cluster is its pg/
     finally:
-        courier("db", "stop", data_dir=home / "pg")
+        courier("db", "stop", data_dir=home / "courier")
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -107,14 +107,14 @@ def test_lifecycle(data_dir: Path) -> None:
 
 def test_status_tells_the_truth_after_a_crash(data_dir: Path) -> None:
     dsn = started(data_dir)
-    postmaster = psutil.Process(int((data_dir / "postmaster.pid").read_text().split()[0]))
+    postmaster = psutil.Process(int((data_dir / "pg" / "postmaster.pid").read_text().split()[0]))
     postmaster.send_signal(signal.SIGKILL)
     postmaster.wait(10)
 
     crashed = courier("db", "status", data_dir=data_dir)
     assert crashed.returncode == 1
     assert crashed.stdout.startswith("stopped")
-    assert (data_dir / "postmaster.pid").exists()  # stale, yet not believed
+    assert (data_dir / "pg" / "postmaster.pid").exists()  # stale, yet not believed
 
     assert started(data_dir) == dsn
     assert courier("db", "status", data_dir=data_dir).returncode == 0

@@ -1,7 +1,7 @@
 """Fixtures for the lab's integration tests.
 
-middleware   a real middleware process (the runner's own launcher, no recording)
-             on the test's database (``dsn``); its address is ``.options.address``
+middleware   a real middleware process (Courier's launcher, no recording) on the
+             test's database (``dsn``); its address is ``.address``
 """
 
 from __future__ import annotations
@@ -11,18 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from courier.lab import processes
+from courier.server import launcher
 
 
 @pytest.fixture
-async def middleware(dsn: str, tmp_path: Path) -> AsyncIterator[processes.MiddlewareProcess]:
-    options = processes.MiddlewareOptions(
-        dsn=dsn, port=processes.free_port(), record_dir=None, run_id="", pool_size=4
-    )
-    process = processes.MiddlewareProcess(options, tmp_path / "logs")
-    process.launch()
+async def middleware(dsn: str, tmp_path: Path) -> AsyncIterator[launcher.Middleware]:
+    process = launcher.Middleware.start(tmp_path / "logs", dsn=dsn, pool_size=4)
     try:
-        await process.wait_ready()
+        await process.ready()
         yield process
     finally:
-        await process.stop()
+        await process.stopped()

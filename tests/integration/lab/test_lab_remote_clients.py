@@ -7,21 +7,20 @@ from pathlib import Path
 
 from lab_helpers import read_kind
 
-from courier.lab import processes, records, remote
+from courier.lab import records, remote
+from courier.server import launcher
 
 
 async def test_a_hand_run_load_process_records_like_the_runners(dsn: str, tmp_path: Path) -> None:
     record_dir = tmp_path / "r000"
-    options = processes.MiddlewareOptions(
-        dsn=dsn, port=processes.free_port(), record_dir=record_dir, run_id="r000", pool_size=2
+    server = launcher.Middleware.start(
+        tmp_path / "logs", dsn=dsn, record_dir=record_dir, run_id="r000", pool_size=2
     )
-    server = processes.MiddlewareProcess(options, tmp_path / "logs")
-    server.launch()
     try:
-        await server.wait_ready()
+        await server.ready()
         result = await remote.run_clients(
             remote.ClientsOptions(
-                servers=(options.address,),
+                servers=(server.address,),
                 record_dir=record_dir,
                 run_id="r000",
                 process="loadhost-1",
@@ -32,7 +31,7 @@ async def test_a_hand_run_load_process_records_like_the_runners(dsn: str, tmp_pa
             )
         )
     finally:
-        assert await server.stop() == 0
+        assert await server.stopped() == 0
     assert result.errors == 0 and result.iterations > 10
     client_rows = read_kind(record_dir, records.CLIENT_REQUESTS)
     server_rows = read_kind(record_dir, records.SERVER_REQUESTS)
@@ -43,4 +42,4 @@ async def test_a_hand_run_load_process_records_like_the_runners(dsn: str, tmp_pa
     assert {r["process"] for r in client_rows} == {"loadhost-1", "loadhost-1-setup"}
     assert {r["run_id"] for r in client_rows + server_rows} == {"r000"}
     processes_sampled = {r["process"] for r in read_kind(record_dir, records.RESOURCES)}
-    assert processes_sampled == {"loadhost-1", options.address}
+    assert processes_sampled == {"loadhost-1", server.address}

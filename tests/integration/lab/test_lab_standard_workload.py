@@ -7,7 +7,8 @@ import random
 import asyncpg
 
 from courier.client import AsyncClient, CallRecord
-from courier.lab import processes, workloads
+from courier.lab import workloads
+from courier.server import launcher
 
 THE_CYCLE = [
     ("send", "OK"),  # 1 to anyone on queue 1
@@ -72,18 +73,18 @@ async def queue_names(dsn: str) -> list[str]:
 
 
 async def test_queue_one_is_the_shared_queue_created_first(
-    middleware: processes.MiddlewareProcess,
+    middleware: launcher.Middleware,
 ) -> None:
-    _, _, queues = await prepare(middleware.options.address)
+    _, _, queues = await prepare(middleware.address)
     assert queues.shared == 1
 
 
 async def test_one_cycle_makes_the_twelve_requests_and_leaves_the_database_as_it_was(
-    dsn: str, middleware: processes.MiddlewareProcess
+    dsn: str, middleware: launcher.Middleware
 ) -> None:
-    _, me, queues = await prepare(middleware.options.address)
+    _, me, queues = await prepare(middleware.address)
     before = sorted(await queue_names(dsn))
-    calls = await one_cycle(middleware.options.address, me, queues)
+    calls = await one_cycle(middleware.address, me, queues)
     assert [(call.operation, call.status) for call in calls] == THE_CYCLE
     assert {call.client_id for call in calls} == {me}
     # Everything it sent it took back, and the queue it made is gone again.
@@ -92,13 +93,13 @@ async def test_one_cycle_makes_the_twelve_requests_and_leaves_the_database_as_it
 
 
 async def test_with_an_older_message_in_queue_one_the_cycle_takes_that_one_instead(
-    dsn: str, middleware: processes.MiddlewareProcess
+    dsn: str, middleware: launcher.Middleware
 ) -> None:
-    other, me, queues = await prepare(middleware.options.address)
-    async with AsyncClient(middleware.options.address) as someone:
+    other, me, queues = await prepare(middleware.address)
+    async with AsyncClient(middleware.address) as someone:
         await someone.open(client_id=other)
         await someone.send(queues.shared, "older", priority=3)
-    await one_cycle(middleware.options.address, me, queues)
+    await one_cycle(middleware.address, me, queues)
     # Steps 2-3 take the oldest visible message: the other client's. Steps 5-6 (by
     # sender = me) then take the message of step 1, so the one of step 4, addressed
     # to myself, stays behind with the cycle's priority.

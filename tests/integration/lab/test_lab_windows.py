@@ -7,7 +7,8 @@ from pathlib import Path
 
 from lab_helpers import read_kind
 
-from courier.lab import loadgen, processes, records
+from courier.lab import loadgen, records
+from courier.server import launcher
 from helpers.load import load_plan
 
 SECOND_NS = 1_000_000_000
@@ -17,9 +18,9 @@ SLACK_NS = SECOND_NS // 10  # timer jitter, and a ping that passed the check at 
 
 
 async def test_clients_drive_inside_each_window_and_rest_between(
-    middleware: processes.MiddlewareProcess, tmp_path: Path
+    middleware: launcher.Middleware, tmp_path: Path
 ) -> None:
-    plan = await load_plan(middleware.options.address, tmp_path, {"ping": 2})
+    plan = await load_plan(middleware.address, tmp_path, {"ping": 2})
     windows: list[loadgen.Window] = []
 
     async def go_soon() -> loadgen.Go:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 import courier
@@ -48,19 +49,50 @@ def wait_for_file(path: Path, process: subprocess.Popen[bytes], log: Path) -> An
     return json.loads(path.read_text())
 
 
+def courier_command(*args: str, env: dict[str, str]) -> str:
+    """Run a client command as another shell would; its stdout."""
+    done = subprocess.run(
+        [str(COURIER), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def console_queues(port: int, env: dict[str, str], log: Path) -> str:
+    """Start `courier console` in the environment, return what /api/queues lists."""
+    with log.open("wb") as output:
+        console = subprocess.Popen(
+            [str(COURIER), "console", "--port", str(port)],
+            stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert console.poll() is None, log.read_text()
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/api/queues", timeout=2).text
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, log.read_text()
+                time.sleep(0.1)
+    finally:
+        console.terminate()
+        console.wait(15)
+
+
 def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
     data_dir = tmp_path / "courier"
     port = two_free_ports()
     a, b = f"127.0.0.1:{port}", f"127.0.0.1:{port + 1}"
     log = tmp_path / "up.log"
+    # As a new user would: the data dir from COURIER_DATA_DIR alone, in every shell.
     env = environment_without_settings()
     env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+    env["COURIER_DATA_DIR"] = str(data_dir)
     command = [str(COURIER), "up", "--middlewares", "2", "--port", str(port)]
     with log.open("wb") as output:
         process = subprocess.Popen(
-            [*command, "--data-dir", str(data_dir)],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
-        )  # fmt: skip
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env
+        )
     try:
         state = wait_for_file(data_dir / "up.json", process, log)
         assert state["servers"] == [a, b]
@@ -78,6 +110,13 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         assert f"--servers {a},{b}" in log.read_text()
         # The console's admin token is shown once, and it is the one recorded.
         assert log.read_text().count(state["admin_token"]) == 1
+
+        # Other shells with the same COURIER_DATA_DIR and no other setting find it.
+        courier_command("register", "alice", env=env)
+        courier_command("queue", "create", "found-by-data-dir", "--as", "alice", env=env)
+        courier_command("send", "found-by-data-dir", "hello", "--as", "alice", env=env)
+        listed = console_queues(free_port(), env, tmp_path / "console.log")
+        assert "found-by-data-dir" in listed
 
         process.send_signal(signal.SIGINT)
         assert process.wait(60) == 0, log.read_text()

@@ -7,8 +7,7 @@ import inspect
 import pytest
 
 from courier import models
-from courier.db import batching, repository
-from courier.lab import mock
+from courier.db import batching, mock, repository
 from courier.server import backend
 
 

@@ -1,0 +1,102 @@
+"""This machine's Courier: the data dir and what lives in it, found one way by every command.
+
+    <data dir>          --data-dir > COURIER_DATA_DIR > $XDG_DATA_HOME/courier
+    ├── pg/             the embedded PostgreSQL cluster (`courier db`, `courier up`)
+    ├── logs/           the logs of the middleware `courier up` started
+    ├── up.json         the system `courier up` runs: DSN, servers, pids, admin token
+    └── shell_history   the history of `courier shell`
+
+The CLI resolves the flag and the environment variable (click does); this module
+supplies the default and reads and writes what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from courier import config
+from courier.db import embedded
+
+UP_STATE_FILE = "up.json"
+CLUSTER_DIR = "pg"
+LOGS_DIR = "logs"
+SHELL_HISTORY_FILE = "shell_history"
+
+
+def data_dir(given: Path | None = None) -> Path:
+    """The data dir: ``given`` (the flag or COURIER_DATA_DIR), else the per-user default."""
+    if given is None:
+        xdg = os.environ.get("XDG_DATA_HOME")
+        given = (Path(xdg) if xdg else Path.home() / ".local" / "share") / "courier"
+    return given.expanduser().absolute()
+
+
+def embedded_database(home: Path) -> embedded.EmbeddedPostgres:
+    """The embedded cluster of this data dir (it may not exist yet)."""
+    return embedded.EmbeddedPostgres(home / CLUSTER_DIR)
+
+
+@dataclass(frozen=True, slots=True)
+class UpState:
+    """What `courier up` records about the system it started."""
+
+    dsn: str
+    servers: list[str]  # host:port of each middleware
+    pids: list[int]
+    admin_token: str
+
+
+def read_up_state(home: Path) -> UpState | None:
+    """The system `courier up` recorded in this data dir, or None."""
+    try:
+        found = json.loads((home / UP_STATE_FILE).read_text())
+        return UpState(
+            dsn=str(found["dsn"]),
+            servers=[str(server) for server in found["servers"]],
+            pids=[int(pid) for pid in found["pids"]],
+            admin_token=str(found["admin_token"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_up_state(home: Path, state: UpState) -> None:
+    """Record the system, replacing the file whole: a reader never sees half of it.
+
+    The console's admin token is in it, so only this user may read it.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    partial = home / f".{UP_STATE_FILE}.{os.getpid()}"
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        json.dump(asdict(state), handle, indent=2)
+    partial.replace(home / UP_STATE_FILE)
+
+
+def clear_up_state(home: Path) -> None:
+    (home / UP_STATE_FILE).unlink(missing_ok=True)
+
+
+def local_dsn(home: Path) -> str | None:
+    """The running local database: `courier up`'s, else the running embedded cluster."""
+    state = read_up_state(home)
+    if state is not None and state.dsn:
+        return state.dsn
+    database = embedded_database(home)
+    if database.status().state is not embedded.State.RUNNING:
+        return None
+    return database.dsn
+
+
+def local_servers(home: Path) -> tuple[tuple[str, int], ...]:
+    """The middleware `courier up` started, else the default server."""
+    state = read_up_state(home)
+    if state is None or not state.servers:
+        return config.ClientSettings().servers
+    try:
+        return config.parse_servers(",".join(state.servers))
+    except ValueError:
+        return config.ClientSettings().servers

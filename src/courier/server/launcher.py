@@ -1,0 +1,172 @@
+"""The one way to start a middleware: `courier serve` as a child process.
+
+`courier up`, the lab runner, the benchmarks and the test helpers all start
+middleware here. A middleware is ready when it answers a PING, the same test a
+client makes. It runs in its own session, so a Ctrl-C at the terminal reaches
+only the parent, which then stops its children in order: SIGTERM (they finish
+their requests and unregister), then SIGKILL after a grace period.
+
+    server = Middleware.start(log_dir, dsn=dsn, max_clients=512)
+    server.wait_ready()
+    ...
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from courier import errors, protocol
+from courier.protocol import constants
+
+SERVE = [sys.executable, "-m", "courier.cli.serve"]
+"""`courier serve`, run by this very interpreter (whatever its scripts dir)."""
+HOST = "127.0.0.1"
+START_TIMEOUT = 30.0
+STOP_GRACE = 15.0
+
+
+class LaunchFailed(RuntimeError):
+    """A middleware did not come up."""
+
+
+_handed_out: set[int] = set()
+
+
+def free_port(host: str = HOST) -> int:
+    """A port nothing listens on (just bound and released), and never one this process
+    handed out before: two middleware started back to back must not get the same."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((host, 0))
+            port: int = probe.getsockname()[1]
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+
+
+def serve_flags(options: Mapping[str, object]) -> list[str]:
+    """``{"max_clients": 512, "mock": True}`` -> ``--max-clients 512 --mock``;
+    None and False leave a flag out (the server's default applies)."""
+    flags: list[str] = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + name.replace("_", "-")
+        flags += [flag] if value is True else [flag, str(value)]
+    return flags
+
+
+def answers_ping(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether a Courier middleware answers a PING at this address (a probe: a
+    recording middleware leaves it out of its records)."""
+    decoder = protocol.Decoder()
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(protocol.encode(constants.PROBE_REQUEST_ID, protocol.Ping()))
+            while data := sock.recv(4096):
+                if frames := decoder.feed(data):
+                    return isinstance(protocol.parse(frames[0]), protocol.Pong)
+    except (OSError, errors.CourierError):
+        pass
+    return False
+
+
+@dataclass
+class Middleware:
+    """One `courier serve` child process and where its output goes."""
+
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+    host: str = HOST
+
+    @classmethod
+    def start(
+        cls,
+        log_dir: Path,
+        *,
+        port: int | None = None,
+        inherit_settings: bool = False,
+        **options: object,
+    ) -> Middleware:
+        """Launch one on ``port`` (a free one by default) with ``options`` as its flags.
+
+        Its settings come from those flags alone unless ``inherit_settings``, which
+        lets the COURIER_* environment of the parent reach it too.
+        """
+        port = port if port is not None else free_port()
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log_path = log_dir / f"serve-{port}.log"
+        command = [*SERVE, "--host", HOST, "--port", str(port), *serve_flags(options)]
+        environment = dict(os.environ)
+        if not inherit_settings:
+            environment = {k: v for k, v in environment.items() if not k.startswith("COURIER_")}
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=environment,
+                start_new_session=True,
+            )  # fmt: skip
+        return cls(port, process, log_path)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log_text(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
+        """Block until it answers a PING; LaunchFailed if it exits or takes too long."""
+        deadline = time.monotonic() + timeout
+        while not answers_ping(self.host, self.port):
+            if self.process.poll() is not None:
+                raise LaunchFailed(
+                    f"the middleware on {self.address} exited with {self.process.returncode}:\n"
+                    + self.log_text()[-3000:]
+                )
+            if time.monotonic() > deadline:
+                raise LaunchFailed(f"the middleware on {self.address} did not start in time")
+            time.sleep(0.05)
+
+    async def ready(self, timeout: float = START_TIMEOUT) -> None:
+        await asyncio.to_thread(self.wait_ready, timeout)
+
+    def stop(self, grace: float = STOP_GRACE) -> int:
+        """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(5)
+        return self.process.returncode
+
+    async def stopped(self, grace: float = STOP_GRACE) -> int:
+        return await asyncio.to_thread(self.stop, grace)
+
+
+def stop_all(servers: list[Middleware], grace: float = STOP_GRACE) -> None:
+    """SIGTERM every one at once, then wait for each (SIGKILL past the grace)."""
+    for server in servers:
+        if server.process.poll() is None:
+            server.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for server in servers:
+        server.stop(max(0.1, deadline - time.monotonic()))
