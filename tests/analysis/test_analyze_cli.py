@@ -14,7 +14,7 @@ from rich.console import Console
 from courier.analysis import pipeline, synthetic
 from courier.cli import analyze as analyze_command
 from courier.cli import main
-from courier.lab import records
+from courier.measurements import record_schema
 
 
 def analyze(*args: str) -> tuple[int, str]:
@@ -30,7 +30,7 @@ def test_missing_manifest_is_a_clean_error(tmp_path: Path) -> None:
 
 def test_corrupt_file_is_a_clean_error_naming_it(tmp_path: Path) -> None:
     root = synthetic.write_experiment(tmp_path / "exp", factors={}, requests_per_run=20)
-    broken = root / "r000" / records.RESOURCES / "monitor-0.parquet"
+    broken = root / "r000" / record_schema.RESOURCES / "monitor-0.parquet"
     broken.write_bytes(b"PAR1 this is not parquet")
     code, output = analyze(str(root))
     assert code == 1

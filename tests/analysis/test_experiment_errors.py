@@ -11,8 +11,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from courier import errors as courier_errors
-from courier.analysis import errors, inputs, io, manifest, pipeline, synthetic
-from courier.lab import records
+from courier.analysis import errors, inputs, io, pipeline, synthetic
+from courier.measurements import manifest, record_schema
 
 
 def small_experiment(path: Path) -> Path:
@@ -52,7 +52,7 @@ def test_malformed_manifest(tmp_path: Path, document: str, problem: str) -> None
 
 def test_corrupt_record_file_is_named(tmp_path: Path) -> None:
     root = small_experiment(tmp_path / "exp")
-    broken = root / "r000" / records.SERVER_REQUESTS / "serve-0.parquet"
+    broken = root / "r000" / record_schema.SERVER_REQUESTS / "serve-0.parquet"
     broken.write_bytes(broken.read_bytes()[:100])  # truncated: no footer
     with pytest.raises(errors.RecordFileError) as caught:
         io.discover(manifest.load(root))
@@ -62,7 +62,7 @@ def test_corrupt_record_file_is_named(tmp_path: Path) -> None:
 
 def test_wrong_column_type_is_named(tmp_path: Path) -> None:
     root = small_experiment(tmp_path / "exp")
-    path = root / "r000" / records.QUEUE_DEPTHS / "monitor-0.parquet"
+    path = root / "r000" / record_schema.QUEUE_DEPTHS / "monitor-0.parquet"
     table = pq.read_table(path)
     as_text = table.set_column(3, "messages", table["messages"].cast(pa.string()))
     pq.write_table(as_text, path)
@@ -72,10 +72,10 @@ def test_wrong_column_type_is_named(tmp_path: Path) -> None:
 
 def test_unfinished_files_are_ignored(tmp_path: Path) -> None:
     root = small_experiment(tmp_path / "exp")
-    directory = root / "r000" / records.CLIENT_REQUESTS
+    directory = root / "r000" / record_schema.CLIENT_REQUESTS
     (directory / ".load-9.parquet.partial").write_bytes(b"half written")
     found = io.discover(manifest.load(root))
-    assert [p.name for p in found[records.CLIENT_REQUESTS]] == ["load-0.parquet"]
+    assert [p.name for p in found[record_schema.CLIENT_REQUESTS]] == ["load-0.parquet"]
 
 
 def test_no_client_records_at_all(tmp_path: Path, spark: SparkSession) -> None:
@@ -83,7 +83,7 @@ def test_no_client_records_at_all(tmp_path: Path, spark: SparkSession) -> None:
         tmp_path / "exp",
         factors={},
         requests_per_run=10,
-        kinds=synthetic.kinds_except(records.CLIENT_REQUESTS),
+        kinds=synthetic.kinds_except(record_schema.CLIENT_REQUESTS),
     )
     with pytest.raises(errors.NoRecords):
         pipeline.run(root, spark=spark)
@@ -99,7 +99,7 @@ def test_run_without_start_and_end_takes_its_records_extent(
     (root / "manifest.json").write_text(json.dumps(document))
     experiment = manifest.load(root)
     prepared = inputs.load(spark, experiment, io.discover(experiment), None)
-    raw = pq.read_table(root / "r000" / records.CLIENT_REQUESTS)
+    raw = pq.read_table(root / "r000" / record_schema.CLIENT_REQUESTS)
     start = raw["start_ns"].to_numpy()
     end = start + raw["response_ns"].to_numpy()
     bounds = prepared.bounds["r000"]

@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 from scipy import stats as sp_stats
 
-from courier.analysis import factorial, manifest
+from courier.analysis import factorial
+from courier.measurements import manifest
 
 JAIN = np.array([[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]], dtype=float)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from courier.lab import records
+from courier.measurements import record_schema
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "measurements.md"
 
@@ -19,10 +19,12 @@ def kind_section(kind: str) -> str:
     return match.group(1)
 
 
-@pytest.mark.parametrize("kind", sorted(records.FIELDS))
+@pytest.mark.parametrize("kind", sorted(record_schema.FIELDS))
 def test_every_field_has_a_row_in_its_kinds_table(kind: str) -> None:
     rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", kind_section(kind), re.M)
-    expected = [(f.name, str(f.type).replace("double", "float64")) for f in records.FIELDS[kind]]
+    expected = [
+        (f.name, str(f.type).replace("double", "float64")) for f in record_schema.FIELDS[kind]
+    ]
     assert rows == expected
 
 

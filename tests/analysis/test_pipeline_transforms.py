@@ -10,7 +10,7 @@ from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
 
 from courier.analysis import components, inputs, io, throughput, traces, transforms, trimming
-from courier.lab import records
+from courier.measurements import record_schema
 
 BOUNDS = [
     trimming.Bounds("r1", 1_000, 2_000, 1_100, 1_900),
@@ -36,7 +36,7 @@ def client_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
         "bytes_sent": 10,
         "bytes_received": 10,
     }
-    schema = io.SPARK_SCHEMAS[records.CLIENT_REQUESTS]
+    schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
     full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
     return spark.createDataFrame(full, schema)
 
@@ -58,7 +58,7 @@ def server_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
         "serialize_ns": 0,
         "total_ns": 0,
     }
-    schema = io.SPARK_SCHEMAS[records.SERVER_REQUESTS]
+    schema = io.SPARK_SCHEMAS[record_schema.SERVER_REQUESTS]
     full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
     return spark.createDataFrame(full, schema)
 

@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as spark_types
 
 from courier.analysis import io, synthetic
-from courier.lab import records
+from courier.measurements import record_schema
 
 # Written out here, independently of courier.analysis.io.
 ARROW_TO_SPARK = {
@@ -22,14 +22,14 @@ ARROW_TO_SPARK = {
 
 
 def test_every_record_kind_has_a_spark_schema() -> None:
-    assert set(io.SPARK_SCHEMAS) == set(records.FIELDS)
+    assert set(io.SPARK_SCHEMAS) == set(record_schema.FIELDS)
 
 
-@pytest.mark.parametrize("kind", sorted(records.FIELDS))
+@pytest.mark.parametrize("kind", sorted(record_schema.FIELDS))
 def test_spark_schema_equals_record_schema(kind: str) -> None:
     expected = [
         (field.name, ARROW_TO_SPARK[field.type], field.nullable)
-        for field in records.arrow_schema(kind)
+        for field in record_schema.arrow_schema(kind)
     ]
     actual = [(f.name, f.dataType, f.nullable) for f in io.SPARK_SCHEMAS[kind].fields]
     assert actual == expected
@@ -39,17 +39,17 @@ def test_reading_a_record_file_keeps_the_contract_columns(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     root = synthetic.write_experiment(tmp_path / "exp", factors={}, requests_per_run=50)
-    for kind in records.FIELDS:
+    for kind in record_schema.FIELDS:
         paths = sorted((root / "r000" / kind).glob("*.parquet"))
         df = io.read(spark, kind, paths)
-        assert df.columns == records.field_names(kind)
+        assert df.columns == record_schema.field_names(kind)
         assert [f.dataType for f in df.schema.fields] == [
-            ARROW_TO_SPARK[f.type] for f in records.arrow_schema(kind)
+            ARROW_TO_SPARK[f.type] for f in record_schema.arrow_schema(kind)
         ]
         assert df.count() > 0
 
 
 def test_a_kind_without_files_reads_as_an_empty_frame(spark: SparkSession) -> None:
-    df = io.read(spark, records.DB_STATS, [])
-    assert df.columns == records.field_names(records.DB_STATS)
+    df = io.read(spark, record_schema.DB_STATS, [])
+    assert df.columns == record_schema.field_names(record_schema.DB_STATS)
     assert df.count() == 0

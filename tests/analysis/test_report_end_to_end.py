@@ -20,7 +20,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from courier.analysis import pipeline, report, synthetic, tables
-from courier.lab import records
+from courier.measurements import record_schema
 
 SECTIONS = (
     "experiment",
@@ -47,11 +47,11 @@ def experiment(tmp_path_factory: pytest.TempPathFactory) -> Path:
         duration_s=20.0,
         warmup_s=WARMUP_S,
         cooldown_s=COOLDOWN_S,
-        kinds=synthetic.kinds_except(records.DB_STATS),
+        kinds=synthetic.kinds_except(record_schema.DB_STATS),
         seed=11,
         arrival="open",  # saturation runs: the validity verdict applies
     )
-    for kind in (records.SERVER_REQUESTS, records.QUEUE_DEPTHS):
+    for kind in (record_schema.SERVER_REQUESTS, record_schema.QUEUE_DEPTHS):
         shutil.rmtree(root / "r003" / kind)
     return root
 
@@ -131,7 +131,7 @@ def test_every_table_is_written_as_parquet_and_csv(summary: pipeline.Summary) ->
 
 
 def raw_requests(experiment: Path, run_id: str) -> dict[str, np.ndarray]:
-    data = pq.read_table(experiment / run_id / records.CLIENT_REQUESTS).to_pydict()
+    data = pq.read_table(experiment / run_id / record_schema.CLIENT_REQUESTS).to_pydict()
     return {name: np.asarray(values) for name, values in data.items()}
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from courier.analysis import errors, manifest, trimming
+from courier.analysis import errors, trimming
+from courier.measurements import manifest
 
 S = 1_000_000_000
 RUN = manifest.Run("r0", {}, warmup_s=5, cooldown_s=2.5)

@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from scipy import stats as sp_stats
 
-from courier.analysis import errors, inputs, manifest, report, stats, transforms, trimming, validity
+from courier.analysis import errors, inputs, report, stats, transforms, trimming, validity
+from courier.measurements import manifest
 
 S = 1_000_000_000
 BOUNDS = [trimming.Bounds("r1", 0, 70 * S, 5 * S, 65 * S)]

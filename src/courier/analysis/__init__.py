@@ -3,9 +3,9 @@
 ``pipeline.run`` is the entry point; ``synthetic.write_experiment`` writes a
 directory of generated records for tests, benchmarks and demos. Modules:
 
-- reading: ``manifest`` (manifest.json), ``io`` (record files, Spark schemas),
-  ``trimming`` (measured intervals), ``session`` (a quiet Spark session),
-  ``inputs`` (the records as DataFrames);
+- reading (the manifest and the record schema are ``courier.measurements``'):
+  ``io`` (record files, Spark schemas), ``trimming`` (measured intervals),
+  ``session`` (a quiet Spark session), ``inputs`` (the records as DataFrames);
 - computing: ``transforms`` (pure DataFrame -> DataFrame steps), ``stats``,
   ``throughput``, ``components``, ``traces``, ``factors``, ``factorial``,
   ``validity``, gathered by ``results`` into small ``tables.Table``s;

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from scipy import stats as sp_stats
 
-from courier.analysis import manifest as manifest_
+from courier.measurements import manifest as manifest_
 
 CONFIDENCE = 0.95
 

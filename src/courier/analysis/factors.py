@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from courier.analysis import manifest as manifest_
 from courier.analysis import stats, tables
+from courier.measurements import manifest as manifest_
 
 COLUMNS = (
     "factor",

@@ -14,8 +14,8 @@ from pyspark.sql import functions as sf
 from pyspark.sql import types as spark_types
 
 from courier.analysis import errors, io, transforms, trimming
-from courier.analysis import manifest as manifest_
-from courier.lab import records
+from courier.measurements import manifest as manifest_
+from courier.measurements import record_schema
 
 BOUNDS_SCHEMA = spark_types.StructType(
     [
@@ -55,11 +55,11 @@ def load(
     trim: trimming.FixedTrim | None,
 ) -> Inputs:
     """Read every record kind and fix each run's measured interval."""
-    if not files[records.CLIENT_REQUESTS]:
+    if not files[record_schema.CLIENT_REQUESTS]:
         raise errors.NoRecords(f"{experiment.directory}: no client_requests files in any run")
     frames = {kind: io.read(spark, kind, paths) for kind, paths in files.items()}
     present = {kind for kind, paths in files.items() if paths}
-    requests = frames[records.CLIENT_REQUESTS].transform(transforms.classify)
+    requests = frames[record_schema.CLIENT_REQUESTS].transform(transforms.classify)
     notes: list[str] = []
     bounds = _bounds(experiment, requests, trim, notes)
     bounds_df = bounds_frame(spark, list(bounds.values()))

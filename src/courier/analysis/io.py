@@ -1,9 +1,10 @@
 """Reading record files into Spark, and writing result tables.
 
-The Spark schemas below mirror ``courier.lab.records.FIELDS`` field by field (a test
-holds them equal). Every file is checked with pyarrow before Spark sees it: its
-footer must parse and its columns must carry the record schema's types, so a
-truncated or foreign file is reported by name instead of as a Spark stack trace.
+The Spark schemas are derived from ``courier.measurements.record_schema.FIELDS``
+(a test holds them equal, field by field). Every file is checked with pyarrow
+before Spark sees it: its footer must parse and its columns must carry the record
+schema's types, so a truncated or foreign file is reported by name instead of as a
+Spark stack trace.
 """
 
 from __future__ import annotations
@@ -18,96 +19,36 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as spark_types
 
 from courier.analysis import errors, tables
-from courier.analysis import manifest as manifest_
-from courier.lab import records
+from courier.measurements import manifest as manifest_
+from courier.measurements import record_schema
+
+_SPARK_TYPES: dict[pa.DataType, spark_types.DataType] = {
+    pa.string(): spark_types.StringType(),
+    pa.int64(): spark_types.LongType(),
+    pa.int32(): spark_types.IntegerType(),
+    pa.float64(): spark_types.DoubleType(),
+}
 
 
-def _fields(*pairs: tuple[str, spark_types.DataType]) -> spark_types.StructType:
+def _spark_schema(kind: str) -> spark_types.StructType:
     return spark_types.StructType(
-        [spark_types.StructField(name, kind, nullable=False) for name, kind in pairs]
+        [
+            spark_types.StructField(field.name, _SPARK_TYPES[field.type], nullable=False)
+            for field in record_schema.FIELDS[kind]
+        ]
     )
 
 
-_STRING, _LONG, _INT, _DOUBLE = (
-    spark_types.StringType(),
-    spark_types.LongType(),
-    spark_types.IntegerType(),
-    spark_types.DoubleType(),
-)
-
-SPARK_SCHEMAS: dict[str, spark_types.StructType] = {
-    records.CLIENT_REQUESTS: _fields(
-        ("run_id", _STRING),
-        ("process", _STRING),
-        ("behaviour", _STRING),
-        ("server", _STRING),
-        ("client_id", _LONG),
-        ("request_id", _LONG),
-        ("operation", _STRING),
-        ("status", _STRING),
-        ("start_ns", _LONG),
-        ("response_ns", _LONG),
-        ("serialize_ns", _LONG),
-        ("deserialize_ns", _LONG),
-        ("bytes_sent", _LONG),
-        ("bytes_received", _LONG),
-    ),
-    records.SERVER_REQUESTS: _fields(
-        ("run_id", _STRING),
-        ("instance", _STRING),
-        ("client_id", _LONG),
-        ("request_id", _LONG),
-        ("operation", _STRING),
-        ("status", _STRING),
-        ("receive_ns", _LONG),
-        ("queued_ns", _LONG),
-        ("pool_wait_ns", _LONG),
-        ("db_round_trip_ns", _LONG),
-        ("db_exec_ns", _LONG),
-        ("deserialize_ns", _LONG),
-        ("serialize_ns", _LONG),
-        ("total_ns", _LONG),
-    ),
-    records.RESOURCES: _fields(
-        ("run_id", _STRING),
-        ("process", _STRING),
-        ("tier", _STRING),
-        ("ts_ns", _LONG),
-        ("cpu_percent", _DOUBLE),
-        ("rss_bytes", _LONG),
-    ),
-    records.GC_PAUSES: _fields(
-        ("run_id", _STRING),
-        ("process", _STRING),
-        ("ts_ns", _LONG),
-        ("generation", _INT),
-        ("duration_ns", _LONG),
-        ("collected", _LONG),
-    ),
-    records.DB_STATS: _fields(
-        ("run_id", _STRING),
-        ("ts_ns", _LONG),
-        ("db_size_bytes", _LONG),
-        ("xact_commit", _LONG),
-        ("xact_rollback", _LONG),
-        ("messages", _LONG),
-    ),
-    records.QUEUE_DEPTHS: _fields(
-        ("run_id", _STRING),
-        ("ts_ns", _LONG),
-        ("queue_id", _LONG),
-        ("messages", _LONG),
-    ),
-}
+SPARK_SCHEMAS = {kind: _spark_schema(kind) for kind in record_schema.FIELDS}
 
 RecordFiles = dict[str, list[Path]]
 
 
 def discover(experiment: manifest_.Manifest) -> RecordFiles:
     """Every finished record file of every run in the manifest, checked, by kind."""
-    found: RecordFiles = {kind: [] for kind in records.FIELDS}
+    found: RecordFiles = {kind: [] for kind in record_schema.FIELDS}
     for run in experiment.runs:
-        for kind in records.FIELDS:
+        for kind in record_schema.FIELDS:
             for path in _record_files(experiment.directory / run.run_id / kind):
                 check_file(path, kind)
                 found[kind].append(path)
@@ -131,7 +72,7 @@ def check_file(path: Path, kind: str) -> None:
         schema = pq.read_schema(path)
     except (OSError, pa.ArrowException) as exc:
         raise errors.RecordFileError(path, f"not a readable Parquet file ({exc})") from exc
-    for expected in records.arrow_schema(kind):
+    for expected in record_schema.arrow_schema(kind):
         index = schema.get_field_index(expected.name)
         if index < 0:
             raise errors.RecordFileError(path, f"{kind} column {expected.name!r} is missing")

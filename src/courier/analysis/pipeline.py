@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from courier.analysis import content, errors, inputs, io, report, results, session, trimming
-from courier.analysis import manifest as manifest_
+from courier.measurements import manifest as manifest_
 
 Progress = Callable[[str, int, int], None]
 """Called before each step with (description, steps done, steps in all)."""

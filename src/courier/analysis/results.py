@@ -26,7 +26,7 @@ from courier.analysis import (
     validity,
 )
 from courier.analysis.inputs import Inputs
-from courier.lab import records
+from courier.measurements import record_schema
 
 SUMMARY_COLUMNS = (*stats.COUNT_COLUMNS, *stats.SUMMARY_COLUMNS)
 
@@ -146,9 +146,9 @@ def _moments_args(moments: stats.Moments | None) -> tuple[float | None, float | 
 
 def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table | None, str]:
     """Mean components per configuration and operation; (None, why) without server records."""
-    if records.SERVER_REQUESTS not in inputs.present:
+    if record_schema.SERVER_REQUESTS not in inputs.present:
         return None, "No server records: the component breakdown needs them."
-    server = inputs.frames[records.SERVER_REQUESTS]
+    server = inputs.frames[record_schema.SERVER_REQUESTS]
     joined = inputs.measured.transform(transforms.join_server, server)
     split = joined.transform(transforms.components)
     rows = tables.collect(split.transform(components.mean_components))
@@ -185,18 +185,21 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
         return tables.collect(windowed.transform(aggregate))
 
     frames = inputs.frames
-    depth = frames[records.QUEUE_DEPTHS].transform(transforms.total_queue_depth)
+    depth = frames[record_schema.QUEUE_DEPTHS].transform(transforms.total_queue_depth)
     rows = {
         "requests": per_window(
-            inputs.requests, records.CLIENT_REQUESTS, "start_ns", traces.requests_per_window
+            inputs.requests, record_schema.CLIENT_REQUESTS, "start_ns", traces.requests_per_window
         ),
         "resources": per_window(
-            frames[records.RESOURCES], records.RESOURCES, "ts_ns", traces.resources_per_window
+            frames[record_schema.RESOURCES],
+            record_schema.RESOURCES,
+            "ts_ns",
+            traces.resources_per_window,
         ),
         "gc": per_window(
-            frames[records.GC_PAUSES], records.GC_PAUSES, "ts_ns", traces.gc_per_window
+            frames[record_schema.GC_PAUSES], record_schema.GC_PAUSES, "ts_ns", traces.gc_per_window
         ),
-        "depth": per_window(depth, records.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
+        "depth": per_window(depth, record_schema.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
     }
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
@@ -249,9 +252,9 @@ def factor_results(inputs: Inputs, runs: RunMetrics) -> FactorResults:
 def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
     """The saturation-run verdict of every run (n/a for closed-loop runs)."""
     depth_rows: dict[str, dict[str, Any]] = {}
-    if records.QUEUE_DEPTHS in inputs.present:
+    if record_schema.QUEUE_DEPTHS in inputs.present:
         depths = (
-            inputs.frames[records.QUEUE_DEPTHS]
+            inputs.frames[record_schema.QUEUE_DEPTHS]
             .transform(transforms.total_queue_depth)
             .transform(transforms.trim, inputs.bounds_df, "ts_ns")
             .transform(transforms.with_run_time, inputs.bounds_df, "ts_ns")

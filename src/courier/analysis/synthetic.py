@@ -3,9 +3,11 @@
 ``write_experiment(path)`` writes a manifest and every record kind for a full
 factorial design, with records drawn from numpy's generator: response times are
 built from server-side components plus network and codec time, so every field is
-consistent with its definition in ``courier.lab.records``. Each factor level
-multiplies latency (level index i scales it by ``1 + latency_step * i``), so the
-factor analyses have effects to find. Large runs are written in chunks.
+consistent with its definition in ``courier.measurements.record_schema``; the
+manifest and the record files are written through ``courier.measurements``, like
+the lab's. Each factor level multiplies latency (level index i scales it by
+``1 + latency_step * i``), so the factor analyses have effects to find. Large runs
+are written in chunks, one row group each.
 
     >>> from pathlib import Path
     >>> import tempfile
@@ -17,17 +19,14 @@ factor analyses have effects to find. Large runs are written in chunks.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from courier.lab import records
+from courier.measurements import manifest, parquet, record_schema
 
 NS_PER_S = 1_000_000_000
 BASE_START_NS = 1_750_000_000 * NS_PER_S
@@ -49,7 +48,7 @@ class Shape:
     error_rate: float = 0.01
     latency_step: float = 0.5
     depth_trend_per_s: float = 0.0
-    kinds: tuple[str, ...] = tuple(records.FIELDS)
+    kinds: tuple[str, ...] = tuple(record_schema.FIELDS)
     chunk_rows: int = 1_000_000
 
 
@@ -72,15 +71,18 @@ def write_experiment(
     form = Shape(**shape)
     declared = {k: list(v) for k, v in (DEFAULT_FACTORS if factors is None else factors).items()}
     rng = np.random.default_rng(seed)
-    runs = []
+    written = _manifest(path, name, declared, form, seed, arrival)
     combos = list(itertools.product(*declared.values())) if declared else [()]
     for index, (combo, replication) in enumerate(itertools.product(combos, range(replications))):
         levels = dict(zip(declared, combo, strict=True))
         scale = _latency_scale(levels, declared, form.latency_step)
-        run = _run_entry(f"r{index:03d}", index, levels, replication, form)
-        _write_run(path / run["run_id"], run, scale, form, rng)
-        runs.append(run)
-    _write_manifest(path, name, declared, runs, form, seed, arrival)
+        span = _span(f"r{index:03d}", index, form)
+        _write_run(path / span.run_id, span, scale, form, rng)
+        written = written.with_run(
+            manifest.Run(span.run_id, levels, replication, form.warmup_s, form.cooldown_s,
+                         span.start_ns, span.end_ns)
+        )  # fmt: skip
+    written.write()
     return path
 
 
@@ -93,30 +95,21 @@ def _latency_scale(
     return scale
 
 
-def _run_entry(
-    run_id: str, index: int, levels: dict[str, Any], replication: int, form: Shape
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Span:
+    run_id: str
+    start_ns: int
+    end_ns: int
+
+
+def _span(run_id: str, index: int, form: Shape) -> _Span:
     start = BASE_START_NS + index * round((form.duration_s + 1) * NS_PER_S)
-    return {
-        "run_id": run_id,
-        "levels": levels,
-        "replication": replication,
-        "warmup_s": form.warmup_s,
-        "cooldown_s": form.cooldown_s,
-        "start_ns": start,
-        "end_ns": start + round(form.duration_s * NS_PER_S),
-    }
+    return _Span(run_id, start, start + round(form.duration_s * NS_PER_S))
 
 
-def _write_manifest(
-    path: Path,
-    name: str,
-    declared: dict[str, list[Any]],
-    runs: list[Any],
-    form: Shape,
-    seed: int,
-    arrival: str,
-) -> None:
+def _manifest(
+    path: Path, name: str, declared: dict[str, list[Any]], form: Shape, seed: int, arrival: str
+) -> manifest.Manifest:
     spec = {
         "generator": "courier.analysis.synthetic",
         "seed": seed,
@@ -124,46 +117,40 @@ def _write_manifest(
         "duration_s": form.duration_s,
         "workload": {"arrival": arrival},
     }
-    document = {
-        "name": name,
-        "spec": spec,
-        "factors": declared,
-        "runs": runs,
-        "git_revision": None,
-        "packages": {},
-        "machine": {"generated": True},
-    }
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "manifest.json").write_text(json.dumps(document, indent=2))
+    return manifest.Manifest(
+        manifest.path_in(path), name, declared, spec=spec, packages={}, machine={"generated": True}
+    )
+
+
+# The generated processes whose files hold each kind (e.g. load-0.parquet).
+_PROCESSES = {record_schema.CLIENT_REQUESTS: "load", record_schema.SERVER_REQUESTS: "serve"}
 
 
 def _write_run(
-    run_dir: Path, run: dict[str, Any], scale: float, form: Shape, rng: np.random.Generator
+    run_dir: Path, run: _Span, scale: float, form: Shape, rng: np.random.Generator
 ) -> None:
-    written = 0
-    chunk = 0
-    while written < form.requests_per_run:
-        n = min(form.chunk_rows, form.requests_per_run - written)
-        client, server = _requests(run, written, n, scale, form, rng)
-        _write(run_dir, records.CLIENT_REQUESTS, f"load-{chunk}", client, form)
-        _write(run_dir, records.SERVER_REQUESTS, f"serve-{chunk}", server, form)
-        written += n
-        chunk += 1
+    writers = {
+        kind: parquet.RecordWriter(run_dir, _PROCESSES.get(kind, "monitor"), [kind])
+        for kind in form.kinds
+    }
+
+    def write(kind: str, columns: dict[str, Any]) -> None:
+        if kind in writers:
+            writers[kind].write_columns(kind, columns)
+
+    for first in range(0, form.requests_per_run, form.chunk_rows):
+        n = min(form.chunk_rows, form.requests_per_run - first)
+        client, server = _requests(run, first, n, scale, form, rng)
+        write(record_schema.CLIENT_REQUESTS, client)
+        write(record_schema.SERVER_REQUESTS, server)
     seconds = np.arange(int(form.duration_s), dtype=np.int64)
-    samples = run["start_ns"] + seconds * NS_PER_S + NS_PER_S // 2
-    _write(run_dir, records.RESOURCES, "monitor-0", _resources(run, samples, form, rng), form)
-    _write(run_dir, records.GC_PAUSES, "monitor-0", _gc_pauses(run, form, rng), form)
-    _write(run_dir, records.DB_STATS, "monitor-0", _db_stats(run, samples, rng), form)
-    _write(run_dir, records.QUEUE_DEPTHS, "monitor-0", _depths(run, samples, form, rng), form)
-
-
-def _write(run_dir: Path, kind: str, stem: str, columns: dict[str, Any], form: Shape) -> None:
-    if kind not in form.kinds:
-        return
-    schema = records.arrow_schema(kind)
-    arrays = [pa.array(columns[f.name], type=f.type) for f in schema]
-    (run_dir / kind).mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_arrays(arrays, schema=schema), run_dir / kind / f"{stem}.parquet")
+    samples = run.start_ns + seconds * NS_PER_S + NS_PER_S // 2
+    write(record_schema.RESOURCES, _resources(run, samples, form, rng))
+    write(record_schema.GC_PAUSES, _gc_pauses(run, form, rng))
+    write(record_schema.DB_STATS, _db_stats(run, samples, rng))
+    write(record_schema.QUEUE_DEPTHS, _depths(run, samples, form, rng))
+    for writer in writers.values():
+        writer.close()
 
 
 def _durations(rng: np.random.Generator, median_us: float, n: int, scale: float) -> np.ndarray:
@@ -173,16 +160,16 @@ def _durations(rng: np.random.Generator, median_us: float, n: int, scale: float)
 
 
 def _requests(
-    run: dict[str, Any], first: int, n: int, scale: float, form: Shape, rng: np.random.Generator
+    run: _Span, first: int, n: int, scale: float, form: Shape, rng: np.random.Generator
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     client_ids = rng.integers(1, form.clients + 1, n)
     operations = np.asarray(form.operations)[rng.integers(0, len(form.operations), n)]
     status = _statuses(operations, form, rng)
     servers = np.asarray(form.instances)[client_ids % len(form.instances)]
-    span = run["end_ns"] - run["start_ns"]
-    start = run["start_ns"] + np.sort(rng.integers(0, span, n))
+    span = run.end_ns - run.start_ns
+    start = run.start_ns + np.sort(rng.integers(0, span, n))
     server = {
-        "run_id": np.full(n, run["run_id"]),
+        "run_id": np.full(n, run.run_id),
         "instance": servers,
         "client_id": client_ids,
         "request_id": np.arange(first, first + n, dtype=np.int64),
@@ -244,12 +231,12 @@ def _processes(form: Shape) -> list[tuple[str, str]]:
 
 
 def _resources(
-    run: dict[str, Any], samples: np.ndarray, form: Shape, rng: np.random.Generator
+    run: _Span, samples: np.ndarray, form: Shape, rng: np.random.Generator
 ) -> dict[str, Any]:
     processes = _processes(form)
     count = len(samples)
     return {
-        "run_id": np.full(count * len(processes), run["run_id"]),
+        "run_id": np.full(count * len(processes), run.run_id),
         "process": np.repeat([p for p, _ in processes], count),
         "tier": np.repeat([t for _, t in processes], count),
         "ts_ns": np.tile(samples, len(processes)),
@@ -258,23 +245,23 @@ def _resources(
     }
 
 
-def _gc_pauses(run: dict[str, Any], form: Shape, rng: np.random.Generator) -> dict[str, Any]:
+def _gc_pauses(run: _Span, form: Shape, rng: np.random.Generator) -> dict[str, Any]:
     n = max(1, int(form.duration_s))
-    span = run["end_ns"] - run["start_ns"]
+    span = run.end_ns - run.start_ns
     return {
-        "run_id": np.full(n, run["run_id"]),
+        "run_id": np.full(n, run.run_id),
         "process": np.asarray(["load-0", "load-1"])[rng.integers(0, 2, n)],
-        "ts_ns": run["start_ns"] + np.sort(rng.integers(0, span, n)),
+        "ts_ns": run.start_ns + np.sort(rng.integers(0, span, n)),
         "generation": rng.integers(0, 3, n).astype(np.int32),
         "duration_ns": _durations(rng, 500, n, 1.0),
         "collected": rng.integers(0, 5_000, n),
     }
 
 
-def _db_stats(run: dict[str, Any], samples: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
+def _db_stats(run: _Span, samples: np.ndarray, rng: np.random.Generator) -> dict[str, Any]:
     count = len(samples)
     return {
-        "run_id": np.full(count, run["run_id"]),
+        "run_id": np.full(count, run.run_id),
         "ts_ns": samples,
         "db_size_bytes": 8 * 2**20 + np.cumsum(rng.integers(0, 4096, count)),
         "xact_commit": np.cumsum(rng.integers(100, 200, count)),
@@ -284,13 +271,13 @@ def _db_stats(run: dict[str, Any], samples: np.ndarray, rng: np.random.Generator
 
 
 def _depths(
-    run: dict[str, Any], samples: np.ndarray, form: Shape, rng: np.random.Generator
+    run: _Span, samples: np.ndarray, form: Shape, rng: np.random.Generator
 ) -> dict[str, Any]:
     queues = np.arange(1, 4, dtype=np.int64)
-    elapsed = np.repeat((samples - run["start_ns"]) / NS_PER_S, len(queues))
+    elapsed = np.repeat((samples - run.start_ns) / NS_PER_S, len(queues))
     trend = np.round(form.depth_trend_per_s * elapsed / len(queues)).astype(np.int64)
     return {
-        "run_id": np.full(len(elapsed), run["run_id"]),
+        "run_id": np.full(len(elapsed), run.run_id),
         "ts_ns": np.repeat(samples, len(queues)),
         "queue_id": np.tile(queues, len(samples)),
         "messages": rng.poisson(30, len(elapsed)) + trend,
@@ -299,4 +286,4 @@ def _depths(
 
 def kinds_except(*excluded: str) -> tuple[str, ...]:
     """All record kinds but the given ones (for ``kinds=``)."""
-    return tuple(kind for kind in records.FIELDS if kind not in excluded)
+    return tuple(kind for kind in record_schema.FIELDS if kind not in excluded)

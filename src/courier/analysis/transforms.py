@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import io
-from courier.lab import records
+from courier.measurements import record_schema
 
 OK = "ok"
 MISS = "miss"
@@ -24,7 +24,7 @@ MISS_STATUSES = ("QUEUE_EMPTY", "NO_MESSAGE")
 NS_PER_MS = 1e6
 NS_PER_S = 1e9
 
-CLIENT_COLUMNS = io.SPARK_SCHEMAS[records.CLIENT_REQUESTS].fieldNames()
+CLIENT_COLUMNS = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS].fieldNames()
 CLASSIFIED_COLUMNS = [*CLIENT_COLUMNS, "outcome", "latency_ms"]
 COMPONENTS = (
     "queued",

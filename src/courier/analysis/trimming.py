@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from courier.analysis import errors
-from courier.analysis import manifest as manifest_
+from courier.measurements import manifest as manifest_
 
 NS_PER_S = 1_000_000_000
 

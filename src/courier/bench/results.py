@@ -22,7 +22,7 @@ from typing import Any
 import numpy
 import numpy.typing
 
-from courier.lab import manifest
+from courier.lab import host
 
 NS_PER_MS = 1_000_000
 QUANTILES = (50, 90, 99)
@@ -207,9 +207,9 @@ def document(
 def environment(servers: dict[str, str]) -> dict[str, Any]:
     """What a run ran on: Courier's revision, package versions, the machine, servers."""
     return {
-        "git_revision": manifest.git_revision(),
-        "packages": {**manifest.packages(), **_versions(PACKAGES)},
-        "machine": manifest.machine(),
+        "git_revision": host.git_revision(),
+        "packages": {**host.packages(), **_versions(PACKAGES)},
+        "machine": host.machine(),
         "servers": servers,
     }
 

@@ -19,10 +19,11 @@ import numpy
 import pyarrow
 import pyarrow.parquet
 
-from courier.analysis import manifest as analysis_manifest
 from courier.analysis import trimming
 from courier.bench import defaults, results
-from courier.lab import records, runner, spec
+from courier.lab import runner, spec
+from courier.measurements import manifest as manifest_
+from courier.measurements import record_schema
 
 NAME = "bench-standard"
 COOLDOWN_S = 1.0
@@ -126,7 +127,7 @@ async def run(
 
 def summarise(experiment_dir: Path) -> StandardResult:
     """The measured interval of the experiment's (only) run, from its client records."""
-    manifest = analysis_manifest.load(experiment_dir)
+    manifest = manifest_.load(experiment_dir)
     run = manifest.runs[0]
     assert run.start_ns is not None and run.end_ns is not None, "the runner marks both"
     bounds = trimming.bounds_for(run, run.start_ns, run.end_ns, None)
@@ -147,7 +148,7 @@ def summarise(experiment_dir: Path) -> StandardResult:
 
 
 def _client_requests(run_dir: Path) -> pyarrow.Table:
-    paths = sorted((run_dir / records.CLIENT_REQUESTS).glob("*.parquet"))
+    paths = sorted((run_dir / record_schema.CLIENT_REQUESTS).glob("*.parquet"))
     if not paths:
         raise runner.RunnerError(f"no client records in {run_dir}")
     return pyarrow.concat_tables([pyarrow.parquet.read_table(path) for path in paths])

@@ -55,7 +55,8 @@ class AsyncClient:
         request_timeout: seconds to wait for a reply (on top of a call's own timeout);
             None waits for ever. Past it a call raises RequestTimeout.
         failover_timeout: how long to keep trying the servers after losing one.
-        recorder: called with a ``CallRecord`` after every call (the lab's hook).
+        recorder: called with a ``CallRow`` after every call (the lab's hook): a plain
+            tuple, whose values ``CallRecord._make(row)`` names.
         heartbeat_interval: seconds of sending nothing after which the client sends a
             PING, so the server does not take it for dead; None sends none.
         """

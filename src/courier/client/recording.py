@@ -1,9 +1,10 @@
 """The measurement hook: one small record per client call, for the lab.
 
-An ``AsyncClient`` built with ``recorder=callable`` hands every call's record to
-that callable as soon as the call ends; without a recorder no record is built. The
-fields mirror ``courier.lab.records.CLIENT_REQUESTS`` (the load generator adds the
-run, process and behaviour columns).
+An ``AsyncClient`` built with ``recorder=callable`` hands every call's ``CallRow`` to
+that callable as soon as the call ends; without a recorder no row is built. The
+fields are those of ``courier.measurements.record_schema.CLIENT_REQUESTS`` after
+run id, process and behaviour, which the load generator adds. A LOGIN's row carries
+the client id from its reply, as the middleware's record of it does.
 
 Besides the wire status names (``OK``, ``QUEUE_EMPTY``, ...), ``status`` may be
 ``CONNECTION_LOST`` (the connection dropped while the call waited), ``TIMEOUT``
@@ -14,9 +15,8 @@ decode); then ``bytes_received`` and
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
-from typing import Any, NamedTuple, TypeAlias
+from typing import NamedTuple, TypeAlias
 
 from courier import errors
 
@@ -28,18 +28,17 @@ BAD_REPLY = "BAD_REPLY"
 class CallRecord(NamedTuple):
     """What one call cost, as the client saw it (durations in ns, from perf_counter_ns).
 
-    A named tuple, as it is built on every recorded call: a tenth of what a frozen
-    dataclass costs. The fields are those of a CLIENT_REQUESTS row after run id,
-    process and behaviour, in order, so the lab can keep the record as it is.
+    The names of a ``CallRow``'s values: ``CallRecord._make(row)``.
 
-    >>> CallRecord("127.0.0.1:7400", 7, 1, "ping", "OK", 0, 90_000, 800, 900, 12, 21).operation
+    >>> row = ("127.0.0.1:7400", 7, 1, "ping", "OK", 0, 90_000, 800, 900, 12, 21)
+    >>> CallRecord._make(row).operation
     'ping'
     """
 
     server: str
     """host:port of the middleware the call went to"""
     client_id: int
-    """the logged-in client's id; 0 before login"""
+    """the logged-in client's id (for a LOGIN, the one it logged in as); 0 before login"""
     request_id: int
     """unique per client object, across reconnects"""
     operation: str
@@ -56,13 +55,14 @@ class CallRecord(NamedTuple):
     bytes_received: int
 
 
-Recorder: TypeAlias = Callable[[CallRecord], None]
+CallRow: TypeAlias = tuple[str, int, int, str, str, int, int, int, int, int, int]
+"""One call's record as the recorder gets it: the values of ``CallRecord``'s fields,
+in order, in a plain tuple, built once: the lab keeps it as it is until its writer
+takes it. (The garbage collector stops tracking a plain tuple of plain values but
+never a named tuple, and a plain tuple costs a third as much to build.)"""
 
-new_call_record: Callable[[tuple[Any, ...]], CallRecord] = functools.partial(
-    tuple.__new__, CallRecord
-)
-"""A ``CallRecord`` from a tuple of its values, for the hot path: a third of the cost
-of ``CallRecord(...)``, whose generated ``__new__`` is a Python call."""
+Recorder: TypeAlias = Callable[[CallRow], None]
+"""Called once per call, on the event loop: keep it cheap."""
 
 
 def local_status(exc: errors.CourierError) -> str:

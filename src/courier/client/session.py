@@ -93,9 +93,7 @@ class Session:
 
     async def login(self, *, client_id: int | None, name: str | None) -> models.ClientInfo:
         request = protocol.Login(client_id=client_id, name=name)
-        reply = await self.call(request, protocol.ClientReply)
-        self.client = reply.client
-        return reply.client
+        return (await self.call(request, protocol.ClientReply)).client
 
     async def call(
         self, request: protocol.Request, expected: type[ReplyT], *, wait: float = 0.0
@@ -186,7 +184,7 @@ class Session:
         opened = await connection.Connection.open(self.servers[index], self.connect_timeout)
         self._next_server = (index + 1) % len(self.servers)
         try:
-            reply = await self._call_on(opened, greeting, _reply_type(greeting))
+            await self._call_on(opened, greeting, _reply_type(greeting))
         except errors.ServerFull as exc:
             await opened.close()
             raise errors.ServerFull(f"{opened.label} is full ({exc.message})") from exc
@@ -196,8 +194,6 @@ class Session:
         except BaseException:
             await opened.close()
             raise
-        if isinstance(reply, protocol.ClientReply):
-            self.client = reply.client
         if self.heartbeat_interval:
             opened.keep_alive(self.heartbeat_interval, self._ping_frame)
         return opened
@@ -226,22 +222,22 @@ class Session:
             raise
         except errors.CourierError as exc:
             if self.recorder is not None:
-                failed = recording.CallRecord(
+                self.recorder((
                     link.label, self._client_id(), request_id, _OPERATIONS[type(request)],
                     recording.local_status(exc), start_ns, time.perf_counter_ns() - started,
                     serialize_ns, 0, len(frame), 0,
-                )  # fmt: skip
-                self.recorder(failed)
+                ))  # fmt: skip
             raise
         reply = arrival.reply
+        if type(reply) is protocol.ClientReply and type(request) is protocol.Login:
+            self.client = reply.client  # before the record: a LOGIN counts as the new client's
         if self.recorder is not None:
             status = names.STATUSES[reply.status] if type(reply) is protocol.ErrorReply else "OK"
-            done = recording.new_call_record((
+            self.recorder((
                 link.label, self._client_id(), request_id, _OPERATIONS[type(request)], status,
                 start_ns, arrival.decoded_at_ns - started, serialize_ns,
                 arrival.deserialize_ns, len(frame), arrival.size,
             ))  # fmt: skip
-            self.recorder(done)
         return _expect(reply, expected)
 
     def _client_id(self) -> int:

@@ -12,22 +12,20 @@ its uncertainty) from that instance's instants, once, and records it as
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from courier.lab import manifest, records
+from courier.measurements import manifest, record_schema
 
 # kind -> (column naming the process, instant column)
 INSTANTS = {
-    records.SERVER_REQUESTS: ("instance", "receive_ns"),
-    records.RESOURCES: ("process", "ts_ns"),
-    records.GC_PAUSES: ("process", "ts_ns"),
+    record_schema.SERVER_REQUESTS: ("instance", "receive_ns"),
+    record_schema.RESOURCES: ("process", "ts_ns"),
+    record_schema.GC_PAUSES: ("process", "ts_ns"),
 }
 
 
@@ -37,18 +35,17 @@ def significant(offset: dict[str, int]) -> bool:
 
 def align_experiment(experiment_dir: Path) -> dict[str, dict[str, int]]:
     """Apply every significant, not yet applied offset; returns {run_id: {instance: ns}}."""
-    path = experiment_dir / manifest.MANIFEST_NAME
-    document = json.loads(path.read_text())
+    experiment = manifest.load(experiment_dir)
     applied: dict[str, dict[str, int]] = {}
-    for run in document["runs"]:
-        for instance, offset in run.get("clock_offsets", {}).items():
+    for run in experiment.runs:
+        for instance, offset in run.clock_offsets.items():
             if offset.get("applied_ns") or not significant(offset):
                 continue
-            shift_instants(experiment_dir / run["run_id"], instance, offset["offset_ns"])
+            shift_instants(experiment_dir / run.run_id, instance, offset["offset_ns"])
             offset["applied_ns"] = offset["offset_ns"]
-            applied.setdefault(run["run_id"], {})[instance] = offset["offset_ns"]
+            applied.setdefault(run.run_id, {})[instance] = offset["offset_ns"]
     if applied:
-        _write_json(path, document)
+        experiment.write()
     return applied
 
 
@@ -74,10 +71,4 @@ def shift_instants(run_dir: Path, process: str, offset_ns: int) -> int:
 def _write_table(path: Path, table: pa.Table) -> None:
     partial = path.with_name(f".{path.name}.partial")
     pq.write_table(table, partial, compression="zstd")
-    os.replace(partial, path)
-
-
-def _write_json(path: Path, document: Any) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(document, indent=2) + "\n")
     os.replace(partial, path)

@@ -17,7 +17,8 @@ from pathlib import Path
 import asyncpg
 
 from courier.db import repository, schema
-from courier.lab import probes, records
+from courier.lab import probes
+from courier.measurements import record_schema
 
 SQL_DIR = Path(__file__).parent / "sql"
 MOCK_SCHEMA_FILE = schema.SQL_DIR / "mock_schema.sql"
@@ -110,9 +111,11 @@ class DatabaseSampler:
         ts_ns = time.time_ns()
         messages = sum(queue.message_count for queue in queues)
         row = (self.run_id, ts_ns, stats["db_size_bytes"], stats["xact_commit"])
-        self.sink(records.DB_STATS, (*row, stats["xact_rollback"], messages))
+        self.sink(record_schema.DB_STATS, (*row, stats["xact_rollback"], messages))
         for queue in queues:
-            self.sink(records.QUEUE_DEPTHS, (self.run_id, ts_ns, queue.id, queue.message_count))
+            self.sink(
+                record_schema.QUEUE_DEPTHS, (self.run_id, ts_ns, queue.id, queue.message_count)
+            )
 
     async def _run(self) -> None:
         next_at = time.monotonic()

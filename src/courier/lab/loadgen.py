@@ -103,7 +103,6 @@ class RunningClient:
     slot: ClientSlot
     client: AsyncClient
     tally: driver.Tally
-    recorder: recording.ClientRecorder | None
     context: workloads.Context | None = None
 
 
@@ -159,7 +158,7 @@ def _new_client(slot: ClientSlot, recorded: recording.ProcessRecording | None) -
     recorder = None
     if recorded is not None:
         recorder = recorded.client_recorder(slot.behaviour, tally)
-    return RunningClient(slot, AsyncClient(slot.servers, recorder=recorder), tally, recorder)
+    return RunningClient(slot, AsyncClient(slot.servers, recorder=recorder), tally)
 
 
 async def _open(plan: ProcessPlan, running: RunningClient) -> None:
@@ -167,8 +166,6 @@ async def _open(plan: ProcessPlan, running: RunningClient) -> None:
     slot, client = running.slot, running.client
     await client.open(client_id=slot.client_id)
     assert client.client_id is not None
-    if running.recorder is not None:
-        running.recorder.logged_in(client.client_id)
     running.context = workloads.Context(
         client=client,
         me=client.client_id,

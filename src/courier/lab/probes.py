@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from courier.lab import records
+from courier.measurements import record_schema
 
 RowSink = Callable[[str, tuple[Any, ...]], None]
 """Where probes put rows: ``sink(kind, row)``, e.g. ``RecordWriter.append``."""
@@ -92,7 +92,9 @@ class ResourceSampler:
         ts_ns = time.time_ns() - self.clock_offset_ns
         for target in self.targets:
             cpu, rss = target.sample()
-            self.sink(records.RESOURCES, (self.run_id, target.name, target.tier, ts_ns, cpu, rss))
+            self.sink(
+                record_schema.RESOURCES, (self.run_id, target.name, target.tier, ts_ns, cpu, rss)
+            )
 
     def _run(self) -> None:
         next_at = time.monotonic() + self.interval
@@ -143,4 +145,4 @@ class GcPauseRecorder:
             duration_ns,
             info["collected"],
         )
-        self.sink(records.GC_PAUSES, row)
+        self.sink(record_schema.GC_PAUSES, row)

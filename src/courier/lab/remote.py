@@ -14,7 +14,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from courier.lab import loadgen, recording, records, runner, setup
+from courier.lab import loadgen, recording, runner, setup
+from courier.measurements import record_schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +43,7 @@ async def run_clients(options: ClientsOptions) -> loadgen.ProcessResult:
     names = [f"{options.process}-{index:04d}" for index in range(options.count)]
     setup_recording = recording.ProcessRecording(
         options.record_dir, options.run_id, f"{options.process}-setup", "client",
-        (records.CLIENT_REQUESTS,),
+        (record_schema.CLIENT_REQUESTS,),
     ).start()  # fmt: skip
     try:
         identity = f"{options.process}-setup"

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import psutil
 
@@ -29,21 +29,21 @@ from courier.db import embedded
 from courier.lab import (
     clientpool,
     database,
+    host,
     loadgen,
-    manifest,
     probes,
     recording,
-    records,
     setup,
     spec,
     workloads,
 )
+from courier.measurements import manifest, record_schema
 from courier.server import launcher
 
 START_DELAY_S = 0.5
 """Between the go signal and the common start instant, so every process starts together."""
 FINISH_GRACE_S = 30.0
-RUNNER_KINDS = (*recording.RUNNER_KINDS, records.CLIENT_REQUESTS)
+RUNNER_KINDS = (*recording.RUNNER_KINDS, record_schema.CLIENT_REQUESTS)
 
 
 class RunnerError(errors.CourierError):
@@ -92,10 +92,8 @@ async def run_experiment(
     """Run every planned run in order; returns the experiment directory."""
     reporter = reporter or SilentReporter()
     experiment_dir = _experiment_dir(options.out / experiment.name, overwrite=options.overwrite)
-    writer = manifest.ManifestWriter(
-        experiment_dir, experiment.name, experiment.raw, experiment.factors
-    )
-    writer.write()
+    written = host.new_manifest(experiment_dir, experiment.name, experiment.raw, experiment.factors)
+    written.write()
     planned_runs = experiment.expand()
     needs_db = any(run.config.mock != "middleware" for run in planned_runs)
     async with _database(options, durable=experiment.durable, needed=needs_db) as db:
@@ -103,13 +101,14 @@ async def run_experiment(
             reporter.run_started(planned, index, len(planned_runs))
             run = Run(planned, experiment_dir / planned.run_id, db, options, reporter)
             entry, summary = await run.execute()
-            writer.add_run(entry)
+            written = written.with_run(entry)
+            written.write()
             reporter.run_finished(planned, summary)
     return experiment_dir
 
 
 def _experiment_dir(path: Path, *, overwrite: bool) -> Path:
-    if (path / manifest.MANIFEST_NAME).exists():
+    if manifest.path_in(path).exists():
         if not overwrite:
             raise RunnerError(f"{path} already holds an experiment; use --overwrite to replace it")
         shutil.rmtree(path)
@@ -174,7 +173,7 @@ class Run:
     def uses_database(self) -> bool:
         return self.config.mock != "middleware" and self.db.dsn is not None
 
-    async def execute(self) -> tuple[dict[str, Any], RunSummary]:
+    async def execute(self) -> tuple[manifest.Run, RunSummary]:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         summary = RunSummary(self.planned.run_id)
         try:
@@ -182,7 +181,7 @@ class Run:
         finally:
             await self._tear_down(summary)
 
-    async def _execute(self, summary: RunSummary) -> dict[str, Any]:
+    async def _execute(self, summary: RunSummary) -> manifest.Run:
         if self.uses_database and not self.options.servers:
             assert self.db.dsn is not None
             await database.prepare(self.db.dsn, mock_schema=self.config.mock == "database")
@@ -195,7 +194,7 @@ class Run:
         finally:
             if sampler is not None:
                 await sampler.stop()
-        return manifest.run_entry(
+        return manifest.Run(
             self.planned.run_id, self.planned.levels, self.planned.replication,
             warmup_s=self.config.warmup_s, cooldown_s=self.config.cooldown_s,
             start_ns=start_ns, end_ns=end_ns, clock_offsets=setup.offsets_as_json(offsets),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from courier import errors, models
-from courier.client import AsyncClient
+from courier.client import AsyncClient, Recorder
 from courier.lab import recording, workloads
 
 SETUP_BEHAVIOUR = "setup"
@@ -49,10 +49,9 @@ class Setup:
         self.servers = list(servers)
         self.identity = identity
         self._recorded = recorded
-        self._recorder = self._new_recorder()
-        self.client = AsyncClient(self.servers[:1], recorder=self._recorder)
+        self.client = AsyncClient(self.servers[:1], recorder=self._new_recorder())
 
-    def _new_recorder(self) -> recording.ClientRecorder | None:
+    def _new_recorder(self) -> Recorder | None:
         if self._recorded is None:
             return None
         return self._recorded.client_recorder(SETUP_BEHAVIOUR)
@@ -60,9 +59,7 @@ class Setup:
     async def __aenter__(self) -> Setup:
         await self.client.open()
         me = await self.client.register(self.identity)
-        info = await self.client.login(client_id=me.id)
-        if self._recorder is not None:
-            self._recorder.logged_in(info.id)
+        await self.client.login(client_id=me.id)
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -100,11 +97,8 @@ class Setup:
         return offsets
 
     async def _measure(self, server: str, client_id: int) -> ClockOffset:
-        recorder = self._new_recorder()
-        async with AsyncClient([server], recorder=recorder) as clock_client:
+        async with AsyncClient([server], recorder=self._new_recorder()) as clock_client:
             await clock_client.open(client_id=client_id)
-            if recorder is not None:
-                recorder.logged_in(client_id)
             offset_ns, uncertainty_ns = await clock_client.clock_offset(CLOCK_SAMPLES)
         return ClockOffset(offset_ns, uncertainty_ns)
 

@@ -2,7 +2,8 @@
 
 With no recorder the server only takes a few ``perf_counter_ns`` readings per
 request; with one, it also lets the backend fill a ``Timing`` and hands the
-recorder a ``RequestRow``. Field meanings follow ``courier.lab.records.SERVER_REQUESTS``.
+recorder a ``RequestRow``. Field meanings follow
+``courier.measurements.record_schema.SERVER_REQUESTS``.
 """
 
 from __future__ import annotations

@@ -25,7 +25,9 @@ async def test_a_killed_server_fails_the_call_in_flight_then_the_client_carries_
     client_id = await register(address(survivor), name)
     calls: list[courier.CallRecord] = []
     async with courier.AsyncClient.connect(
-        addresses([doomed, survivor]), name=name, recorder=calls.append
+        addresses([doomed, survivor]),
+        name=name,
+        recorder=lambda row: calls.append(courier.CallRecord._make(row)),
     ) as client:
         assert client.server == address(doomed)
         queue = await client.create_queue(unique("q"))

@@ -20,7 +20,9 @@ async def test_a_thousand_concurrent_calls_on_one_client(
     name = unique("busy")
     await register(server, name)
     calls: list[courier.CallRecord] = []
-    async with courier.AsyncClient.connect(server, name=name, recorder=calls.append) as client:
+    async with courier.AsyncClient.connect(
+        server, name=name, recorder=lambda row: calls.append(courier.CallRecord._make(row))
+    ) as client:
         queue = await client.create_queue(unique("q"))
         bodies = [f"message {n}" for n in range(CALLS)]
 

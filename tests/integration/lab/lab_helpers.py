@@ -8,7 +8,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from courier.lab import records, spec
+from courier.lab import spec
+from courier.measurements import record_schema
 
 
 def read_kind(run_dir: Path, kind: str) -> list[dict[str, Any]]:
@@ -18,7 +19,7 @@ def read_kind(run_dir: Path, kind: str) -> list[dict[str, Any]]:
         return []
     tables = [pq.read_table(path) for path in paths]
     for table in tables:
-        assert table.schema == records.arrow_schema(kind)
+        assert table.schema == record_schema.arrow_schema(kind)
     return pa.concat_tables(tables).to_pylist()
 
 

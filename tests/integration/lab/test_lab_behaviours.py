@@ -9,7 +9,8 @@ import asyncpg
 import pytest
 from lab_helpers import quick_spec, read_kind
 
-from courier.lab import database, records, runner
+from courier.lab import database, runner
+from courier.measurements import record_schema
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ async def test_each_behaviour_makes_its_requests_with_success(dsn: str, tmp_path
         think_time_ms=5.0, targets_per_message=2, queues=4, duration_s=4.0,
     )  # fmt: skip
     directory = await runner.run_experiment(experiment, runner.RunnerOptions(out=tmp_path, dsn=dsn))
-    rows = read_kind(directory / "r000", records.CLIENT_REQUESTS)
+    rows = read_kind(directory / "r000", record_schema.CLIENT_REQUESTS)
     done = collections.defaultdict(collections.Counter)
     for row in rows:
         if row["status"] == "OK":

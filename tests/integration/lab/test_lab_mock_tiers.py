@@ -11,7 +11,8 @@ import pytest
 from lab_helpers import quick_spec, read_kind
 
 from courier.db import schema
-from courier.lab import database, records, runner
+from courier.lab import database, runner
+from courier.measurements import record_schema
 
 SIGNATURES = """
 SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS arguments,
@@ -63,12 +64,12 @@ async def test_both_mock_tiers_answer_the_standard_workload_without_errors(
     options = runner.RunnerOptions(out=tmp_path, dsn=dsn)
     directory = await runner.run_experiment(experiment, options)
     for run_id, tier in (("r000", "database"), ("r001", "middleware")):
-        rows = read_kind(directory / run_id, records.CLIENT_REQUESTS)
+        rows = read_kind(directory / run_id, record_schema.CLIENT_REQUESTS)
         load = [row for row in rows if row["behaviour"] == "standard"]
         operations = collections.Counter(row["operation"] for row in load)
         assert operations["delete_queue"] >= 20, (tier, operations)  # whole cycles ran
         assert {row["status"] for row in rows} == {"OK"}, tier
-        served = read_kind(directory / run_id, records.SERVER_REQUESTS)
+        served = read_kind(directory / run_id, record_schema.SERVER_REQUESTS)
         assert len(served) == len(rows), tier
         # Nothing reached a database table: the mock answered with zero database time.
         assert {row["db_exec_ns"] for row in served} == {0}, tier

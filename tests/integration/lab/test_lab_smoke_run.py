@@ -18,8 +18,8 @@ import pytest
 from lab_helpers import read_kind
 
 from courier.analysis import io as analysis_io
-from courier.analysis import manifest as analysis_manifest
-from courier.lab import records
+from courier.measurements import manifest as manifest_
+from courier.measurements import record_schema
 
 REPO = Path(__file__).resolve().parents[3]
 COURIER = Path(sys.executable).with_name("courier")
@@ -39,7 +39,7 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     experiment = out / "smoke"
-    loaded = analysis_manifest.load(experiment)
+    loaded = manifest_.load(experiment)
     run_dir = experiment / loaded.runs[0].run_id
     return {"result": result, "experiment": experiment, "manifest": loaded, "run_dir": run_dir}
 
@@ -57,14 +57,14 @@ def test_it_reports_done_and_writes_a_manifest_the_analysis_reads(smoke: dict[st
 
 def test_every_record_file_has_the_contract_schema(smoke: dict[str, Any]) -> None:
     found = analysis_io.discover(smoke["manifest"])
-    assert all(found[kind] for kind in records.FIELDS), {k: len(v) for k, v in found.items()}
+    assert all(found[kind] for kind in record_schema.FIELDS), {k: len(v) for k, v in found.items()}
     leftovers = [p for p in smoke["run_dir"].rglob("*.partial")]
     assert leftovers == []
 
 
 def test_every_request_has_one_client_and_one_middleware_record(smoke: dict[str, Any]) -> None:
-    client_rows = read_kind(smoke["run_dir"], records.CLIENT_REQUESTS)
-    server_rows = read_kind(smoke["run_dir"], records.SERVER_REQUESTS)
+    client_rows = read_kind(smoke["run_dir"], record_schema.CLIENT_REQUESTS)
+    server_rows = read_kind(smoke["run_dir"], record_schema.SERVER_REQUESTS)
     client_keys = collections.Counter((r["client_id"], r["request_id"]) for r in client_rows)
     server_keys = collections.Counter((r["client_id"], r["request_id"]) for r in server_rows)
     assert len(client_rows) > 1000
@@ -80,11 +80,11 @@ def test_every_request_has_one_client_and_one_middleware_record(smoke: dict[str,
 def test_both_sides_record_the_same_status(smoke: dict[str, Any]) -> None:
     server = {
         (r["client_id"], r["request_id"]): r["status"]
-        for r in read_kind(smoke["run_dir"], records.SERVER_REQUESTS)
+        for r in read_kind(smoke["run_dir"], record_schema.SERVER_REQUESTS)
     }
     differ = [
         (row["status"], server[(row["client_id"], row["request_id"])])
-        for row in read_kind(smoke["run_dir"], records.CLIENT_REQUESTS)
+        for row in read_kind(smoke["run_dir"], record_schema.CLIENT_REQUESTS)
         if row["status"] != server[(row["client_id"], row["request_id"])]
     ]
     assert differ == []
@@ -93,7 +93,7 @@ def test_both_sides_record_the_same_status(smoke: dict[str, Any]) -> None:
 def test_the_standard_clients_ran_the_whole_cycle(smoke: dict[str, Any]) -> None:
     rows = [
         r
-        for r in read_kind(smoke["run_dir"], records.CLIENT_REQUESTS)
+        for r in read_kind(smoke["run_dir"], record_schema.CLIENT_REQUESTS)
         if r["behaviour"] == "standard"
     ]
     operations = collections.Counter(r["operation"] for r in rows)
@@ -108,7 +108,7 @@ def test_the_standard_clients_ran_the_whole_cycle(smoke: dict[str, Any]) -> None
 
 
 def test_component_times_never_exceed_their_totals(smoke: dict[str, Any]) -> None:
-    server_rows = read_kind(smoke["run_dir"], records.SERVER_REQUESTS)
+    server_rows = read_kind(smoke["run_dir"], record_schema.SERVER_REQUESTS)
     for row in server_rows:
         parts = (
             row["queued_ns"] + row["deserialize_ns"] + row["pool_wait_ns"]
@@ -117,16 +117,16 @@ def test_component_times_never_exceed_their_totals(smoke: dict[str, Any]) -> Non
         assert min(row[k] for k in row if k.endswith("_ns")) >= 0, row
         assert parts <= row["total_ns"], row
         assert row["db_exec_ns"] <= row["db_round_trip_ns"] or row["db_round_trip_ns"] == 0, row
-    for row in read_kind(smoke["run_dir"], records.CLIENT_REQUESTS):
+    for row in read_kind(smoke["run_dir"], record_schema.CLIENT_REQUESTS):
         assert row["serialize_ns"] + row["deserialize_ns"] <= row["response_ns"], row
 
 
 def test_the_middleware_saw_each_request_within_the_clients_call(smoke: dict[str, Any]) -> None:
     server = {
         (r["client_id"], r["request_id"]): r
-        for r in read_kind(smoke["run_dir"], records.SERVER_REQUESTS)
+        for r in read_kind(smoke["run_dir"], record_schema.SERVER_REQUESTS)
     }
-    for row in read_kind(smoke["run_dir"], records.CLIENT_REQUESTS):
+    for row in read_kind(smoke["run_dir"], record_schema.CLIENT_REQUESTS):
         other = server[(row["client_id"], row["request_id"])]
         # One host, one wall clock: the middleware read the frame after the call began
         # and before its reply arrived. (Its total_ns may still exceed response_ns: it
@@ -136,7 +136,7 @@ def test_the_middleware_saw_each_request_within_the_clients_call(smoke: dict[str
 
 
 def test_every_process_recorded_its_resources_every_second(smoke: dict[str, Any]) -> None:
-    rows = read_kind(smoke["run_dir"], records.RESOURCES)
+    rows = read_kind(smoke["run_dir"], record_schema.RESOURCES)
     by_process: dict[str, list[int]] = collections.defaultdict(list)
     tiers = {}
     for row in rows:
@@ -160,13 +160,13 @@ def test_every_process_recorded_its_resources_every_second(smoke: dict[str, Any]
 
 
 def test_the_database_was_sampled_every_second(smoke: dict[str, Any]) -> None:
-    stats = sorted(read_kind(smoke["run_dir"], records.DB_STATS), key=lambda r: r["ts_ns"])
+    stats = sorted(read_kind(smoke["run_dir"], record_schema.DB_STATS), key=lambda r: r["ts_ns"])
     assert len(stats) >= 10
     stamps = [row["ts_ns"] for row in stats]
     assert max(b - a for a, b in itertools.pairwise(stamps)) <= 1.5 * NS
     commits = [row["xact_commit"] for row in stats]
     assert commits == sorted(commits) and commits[-1] > commits[0]
-    depths = read_kind(smoke["run_dir"], records.QUEUE_DEPTHS)
+    depths = read_kind(smoke["run_dir"], record_schema.QUEUE_DEPTHS)
     assert {row["ts_ns"] for row in depths} <= set(stamps)
     latest = {row["queue_id"]: row["messages"] for row in depths if row["ts_ns"] == stamps[-1]}
     assert sum(latest.values()) == stats[-1]["messages"]

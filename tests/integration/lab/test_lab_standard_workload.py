@@ -41,7 +41,9 @@ async def prepare(address: str) -> tuple[int, int, workloads.QueueIds]:
 
 async def one_cycle(address: str, me: int, queues: workloads.QueueIds) -> list[CallRecord]:
     calls: list[CallRecord] = []
-    async with AsyncClient(address, recorder=calls.append) as client:
+    async with AsyncClient(
+        address, recorder=lambda row: calls.append(CallRecord._make(row))
+    ) as client:
         await client.open(client_id=me)
         calls.clear()  # keep the cycle's own requests only
         context = workloads.Context(

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from lab_helpers import read_kind
 
-from courier.lab import loadgen, records
+from courier.lab import loadgen
+from courier.measurements import record_schema
 from courier.server import launcher
 from helpers.load import load_plan
 
@@ -38,7 +39,7 @@ async def test_clients_drive_inside_each_window_and_rest_between(
     assert all(WINDOW_S <= busy < WINDOW_S + GAP_S for busy in result.window_busy_s)
     pings = [
         row["start_ns"]
-        for row in read_kind(tmp_path, records.CLIENT_REQUESTS)
+        for row in read_kind(tmp_path, record_schema.CLIENT_REQUESTS)
         if row["operation"] == "ping"
     ]
     assert len(pings) == result.iterations  # one ping per iteration, each recorded

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from courier.lab import clocks, manifest, recorder, records
+from courier.lab import clocks
+from courier.measurements import manifest, parquet, record_schema
 
 NEAR, FAR = "10.0.0.1:7400", "10.0.0.2:7400"
 
@@ -19,26 +20,22 @@ def server_row(instance: str, receive_ns: int) -> tuple[object, ...]:
 def build(tmp_path: Path) -> Path:
     run_dir = tmp_path / "r000"
     for instance in (NEAR, FAR):
-        writer = recorder.RecordWriter(run_dir, instance, [records.SERVER_REQUESTS]).start()
+        writer = parquet.RecordWriter(run_dir, instance, [record_schema.SERVER_REQUESTS]).start()
         for n in range(3):
-            writer.append(records.SERVER_REQUESTS, server_row(instance, 1_000_000 + n))
+            writer.append(record_schema.SERVER_REQUESTS, server_row(instance, 1_000_000 + n))
         writer.close()
     offsets = {
         NEAR: {"offset_ns": 30, "uncertainty_ns": 50, "applied_ns": 0},  # within the noise
         FAR: {"offset_ns": 250_000, "uncertainty_ns": 60, "applied_ns": 0},
     }
-    document = manifest.ManifestWriter(tmp_path, "x", {}, {})
-    document.add_run(
-        manifest.run_entry(
-            "r000", {}, 0, warmup_s=0, cooldown_s=0, start_ns=0, end_ns=1, clock_offsets=offsets
-        )
-    )
+    run = manifest.Run("r000", {}, start_ns=0, end_ns=1, clock_offsets=offsets)
+    manifest.Manifest(manifest.path_in(tmp_path), "x", {}, (run,)).write()
     return run_dir
 
 
 def instants(run_dir: Path) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
-    for path in sorted((run_dir / records.SERVER_REQUESTS).glob("*.parquet")):
+    for path in sorted((run_dir / record_schema.SERVER_REQUESTS).glob("*.parquet")):
         for row in pq.read_table(path).to_pylist():
             found.setdefault(row["instance"], []).append(row["receive_ns"])
     return found

@@ -1,21 +1,21 @@
-"""The recorder: column buffers, background flushes into row groups, finished files."""
+"""Writing records: column buffers, background flushes into row groups, finished files."""
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
+import typing
 from pathlib import Path
 
-import psutil
+import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
 from courier.client import recording as client_recording
-from courier.lab import probes, recorder, records
+from courier.measurements import parquet, record_schema
 from courier.server import recording as server_recording
 
-GC_KIND = records.GC_PAUSES
+GC_KIND = record_schema.GC_PAUSES
 SETUP_CALL = ("127.0.0.1:7401", 0, 1, "register", "OK", 2_000, 9, 1, 1, 20, 30)
 
 
@@ -23,7 +23,7 @@ def gc_row(n: int) -> tuple[object, ...]:
     return ("r000", "proc", 1_000 + n, 2, 10 * n, n)
 
 
-def wait_flushed(writer: recorder.RecordWriter, timeout: float = 10.0) -> None:
+def wait_flushed(writer: parquet.RecordWriter, timeout: float = 10.0) -> None:
     """Until the background thread has taken every buffered row."""
     deadline = time.monotonic() + timeout
     while any(len(buffer) for buffer in writer.buffers.values()):
@@ -40,18 +40,18 @@ def read_rows(paths: list[Path]) -> list[dict[str, object]]:
 
 
 def test_a_buffer_hands_out_its_rows_once_as_a_typed_table() -> None:
-    buffer = recorder.RecordBuffer(GC_KIND)
+    buffer = parquet.RecordBuffer(GC_KIND)
     for n in range(3):
         buffer.append(gc_row(n))
     table = buffer.take()
     assert table is not None
-    assert table.schema == records.arrow_schema(GC_KIND)
+    assert table.schema == record_schema.arrow_schema(GC_KIND)
     assert table.column("duration_ns").to_pylist() == [0, 10, 20]
     assert buffer.take() is None
 
 
 def test_a_row_of_the_wrong_width_is_refused() -> None:
-    buffer = recorder.RecordBuffer(GC_KIND)
+    buffer = parquet.RecordBuffer(GC_KIND)
     with pytest.raises(ValueError, match="6 values"):
         buffer.append(("r000", "proc"))
     assert len(buffer) == 0
@@ -60,19 +60,28 @@ def test_a_row_of_the_wrong_width_is_refused() -> None:
 def test_the_hook_records_are_the_rows_after_their_leading_fields() -> None:
     # The lab keeps each hook's record as it is: its fields must be the row's, in order.
     assert client_recording.CallRecord._fields == tuple(
-        records.field_names(records.CLIENT_REQUESTS)[3:]
+        record_schema.field_names(record_schema.CLIENT_REQUESTS)[3:]
     )
     assert server_recording.RequestRecord._fields == tuple(
-        records.field_names(records.SERVER_REQUESTS)[2:]
+        record_schema.field_names(record_schema.SERVER_REQUESTS)[2:]
+    )
+    # The plain tuples the hooks hand over have one value per field.
+    assert len(typing.get_args(client_recording.CallRow)) == len(
+        client_recording.CallRecord._fields
+    )
+    assert len(typing.get_args(server_recording.RequestRow)) == len(
+        server_recording.RequestRecord._fields
     )
 
 
 def test_a_hook_buffer_adds_the_leading_values_and_corrects_the_instants() -> None:
-    buffer = recorder.RecordBuffer(records.SERVER_REQUESTS, ("r000", "127.0.0.1:7401"), 500)
+    buffer = parquet.RecordBuffer(record_schema.SERVER_REQUESTS, ("r000", "127.0.0.1:7401"), 500)
     for n in range(2):
         buffer.append_unchecked((7, n, "send", "OK", 10_000 + n, 1, 2, 3, 4, 5, 6, 7))
     table = buffer.take()
-    assert table is not None and table.schema == records.arrow_schema(records.SERVER_REQUESTS)
+    assert table is not None and table.schema == record_schema.arrow_schema(
+        record_schema.SERVER_REQUESTS
+    )
     assert table.to_pylist()[1] == {
         "run_id": "r000", "instance": "127.0.0.1:7401", "client_id": 7, "request_id": 1,
         "operation": "send", "status": "OK", "receive_ns": 9_501, "queued_ns": 1,
@@ -82,13 +91,11 @@ def test_a_hook_buffer_adds_the_leading_values_and_corrects_the_instants() -> No
 
 
 def test_rows_of_every_buffer_of_a_kind_reach_its_file(tmp_path: Path) -> None:
-    writer = recorder.RecordWriter(tmp_path, "clients-0", [records.CLIENT_REQUESTS])
+    writer = parquet.RecordWriter(tmp_path, "clients-0", [record_schema.CLIENT_REQUESTS])
     for behaviour in ("standard", "reader"):
-        rows = writer.add_buffer(records.CLIENT_REQUESTS, ("r000", "clients-0", behaviour), 5)
-        rows.append(
-            client_recording.CallRecord("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30)
-        )
-    writer.append(records.CLIENT_REQUESTS, ("r000", "clients-0", "setup", *SETUP_CALL))
+        rows = writer.add_buffer(record_schema.CLIENT_REQUESTS, ("r000", "clients-0", behaviour), 5)
+        rows.append(("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30))
+    writer.append(record_schema.CLIENT_REQUESTS, ("r000", "clients-0", "setup", *SETUP_CALL))
     rows = read_rows(writer.close())
     assert sorted((row["behaviour"], row["start_ns"]) for row in rows) == [
         ("reader", 1_000), ("setup", 2_000), ("standard", 1_000),
@@ -96,7 +103,7 @@ def test_rows_of_every_buffer_of_a_kind_reach_its_file(tmp_path: Path) -> None:
 
 
 def test_close_writes_everything_to_kind_dir_process_n(tmp_path: Path) -> None:
-    writer = recorder.RecordWriter(tmp_path, "127.0.0.1:7401", [GC_KIND]).start()
+    writer = parquet.RecordWriter(tmp_path, "127.0.0.1:7401", [GC_KIND]).start()
     for n in range(5):
         writer.append(GC_KIND, gc_row(n))
     paths = writer.close()
@@ -105,7 +112,7 @@ def test_close_writes_everything_to_kind_dir_process_n(tmp_path: Path) -> None:
 
 
 def test_periodic_flushes_become_row_groups_of_one_file(tmp_path: Path) -> None:
-    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
+    writer = parquet.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
     for n in range(3):
         writer.append(GC_KIND, gc_row(n))
         wait_flushed(writer)  # each row is taken by its own flush
@@ -116,7 +123,7 @@ def test_periodic_flushes_become_row_groups_of_one_file(tmp_path: Path) -> None:
 
 
 def test_a_file_being_written_is_hidden_until_it_is_finished(tmp_path: Path) -> None:
-    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
+    writer = parquet.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05).start()
     writer.append(GC_KIND, gc_row(1))
     deadline = time.monotonic() + 10
     while not (tmp_path / GC_KIND).is_dir() or not any((tmp_path / GC_KIND).iterdir()):
@@ -129,7 +136,7 @@ def test_a_file_being_written_is_hidden_until_it_is_finished(tmp_path: Path) -> 
 
 
 def test_files_roll_over_so_a_crash_loses_only_the_open_one(tmp_path: Path) -> None:
-    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05)
+    writer = parquet.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.05)
     writer.roll_interval = 0.1
     writer.start()
     for n in range(4):
@@ -143,8 +150,8 @@ def test_files_roll_over_so_a_crash_loses_only_the_open_one(tmp_path: Path) -> N
 
 
 def test_a_second_writer_with_the_same_name_takes_the_next_number(tmp_path: Path) -> None:
-    first = recorder.RecordWriter(tmp_path, "p", [GC_KIND]).start()
-    second = recorder.RecordWriter(tmp_path, "p", [GC_KIND]).start()
+    first = parquet.RecordWriter(tmp_path, "p", [GC_KIND]).start()
+    second = parquet.RecordWriter(tmp_path, "p", [GC_KIND]).start()
     first.append(GC_KIND, gc_row(1))
     second.append(GC_KIND, gc_row(2))
     names = {path.name for path in first.close() + second.close()}
@@ -152,19 +159,19 @@ def test_a_second_writer_with_the_same_name_takes_the_next_number(tmp_path: Path
 
 
 def test_a_declared_kind_without_rows_still_gets_an_empty_file(tmp_path: Path) -> None:
-    kinds = [GC_KIND, records.RESOURCES]
-    writer = recorder.RecordWriter(tmp_path, "p", kinds).start()
+    kinds = [GC_KIND, record_schema.RESOURCES]
+    writer = parquet.RecordWriter(tmp_path, "p", kinds).start()
     paths = writer.close()
     assert {path.parent.name for path in paths} == set(kinds)
     for path in paths:
         assert pq.read_table(path).num_rows == 0
-        assert pq.read_schema(path) == records.arrow_schema(path.parent.name)
+        assert pq.read_schema(path) == record_schema.arrow_schema(path.parent.name)
 
 
 def test_rows_appended_from_many_threads_during_flushes_are_all_written_once(
     tmp_path: Path,
 ) -> None:
-    writer = recorder.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.01).start()
+    writer = parquet.RecordWriter(tmp_path, "p", [GC_KIND], flush_interval=0.01).start()
 
     def append_many(base: int) -> None:
         for n in range(2_000):
@@ -182,39 +189,24 @@ def test_rows_appended_from_many_threads_during_flushes_are_all_written_once(
     assert all(row["duration_ns"] == 10 * (row["ts_ns"] - 1_000) for row in rows)
 
 
-def test_the_gc_recorder_records_a_full_collection() -> None:
-    rows: list[tuple[str, tuple[object, ...]]] = []
-    pauses = probes.GcPauseRecorder(lambda kind, row: rows.append((kind, row)), "r1", "p")
-    pauses.install()
-    try:
-        garbage = [[] for _ in range(100)]
-        for item in garbage:
-            item.append(item)  # reference cycles only the collector can free
-        del garbage, item
-        before = time.time_ns()
-        gc.collect()
-        after = time.time_ns()
-    finally:
-        pauses.uninstall()
-    full = [row for kind, row in rows if kind == GC_KIND and row[3] == 2]
-    assert full, rows
-    run_id, process, ts_ns, _, duration_ns, collected = full[-1]
-    assert (run_id, process) == ("r1", "p")
-    assert before <= ts_ns <= after
-    assert 0 < duration_ns <= after - before
-    assert collected >= 100
+def test_whole_columns_are_written_at_once_as_one_row_group_each(tmp_path: Path) -> None:
+    writer = parquet.RecordWriter(tmp_path, "monitor", [record_schema.QUEUE_DEPTHS])
+    for first in (0, 3):
+        queues = np.arange(first, first + 3, dtype=np.int64)
+        writer.write_columns(
+            record_schema.QUEUE_DEPTHS,
+            {"run_id": ["r000"] * 3, "ts_ns": queues * 10, "queue_id": queues, "messages": queues},
+        )
+    (path,) = writer.close()
+    assert path == tmp_path / record_schema.QUEUE_DEPTHS / "monitor-0.parquet"
+    assert pq.ParquetFile(path).metadata.num_row_groups == 2
+    assert pq.read_schema(path) == record_schema.arrow_schema(record_schema.QUEUE_DEPTHS)
+    assert [row["queue_id"] for row in read_rows([path])] == list(range(6))
 
 
-def test_the_resource_sampler_writes_one_row_per_interval_and_a_last_one() -> None:
-    rows: list[tuple[object, ...]] = []
-    target = probes.SampleTarget("me", "client", psutil.Process())
-    sampler = probes.ResourceSampler(
-        lambda kind, row: rows.append(row), "r1", [target], interval=0.05
-    ).start()
-    time.sleep(0.52)
-    sampler.stop()
-    assert 9 <= len(rows) <= 12  # ten intervals, plus the last sample at stop
-    stamps = [row[3] for row in rows]
-    assert stamps == sorted(stamps)
-    assert all(row[:3] == ("r1", "me", "client") for row in rows)
-    assert all(row[4] >= 0.0 and row[5] > 10_000_000 for row in rows)  # CPU %, RSS bytes
+def test_columns_missing_a_field_are_refused(tmp_path: Path) -> None:
+    writer = parquet.RecordWriter(tmp_path, "monitor", [record_schema.QUEUE_DEPTHS])
+    with pytest.raises(KeyError, match="messages"):
+        writer.write_columns(
+            record_schema.QUEUE_DEPTHS, {"run_id": ["r000"], "ts_ns": [1], "queue_id": [1]}
+        )

@@ -17,7 +17,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 
@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from courier.lab import records
+from courier.measurements import record_schema
 
 DEFAULT_FLUSH_INTERVAL = 1.0
 DEFAULT_ROLL_INTERVAL = 60.0
@@ -46,8 +46,8 @@ class RecordBuffer:
     thread turns the rows it takes into Arrow columns in one call (as a struct array:
     half the cost of transposing them in Python first).
 
-    The request hooks hand over their records as they come (a ``CallRecord`` or a
-    ``RequestRow`` holds the kind's fields after the first few): such a buffer is
+    The request hooks hand over their rows as they come (a client's ``CallRow`` and a
+    middleware's ``RequestRow`` hold the kind's fields after the first few): such a buffer is
     given the ``leading`` values, the same for all its rows (run id, process, ...),
     and the ``clock_offset_ns`` to subtract from its rows' instants. Both are applied
     to whole columns when the rows are taken, so a request costs one deque append
@@ -58,19 +58,21 @@ class RecordBuffer:
 
     def __init__(self, kind: str, leading: tuple[Any, ...] = (), clock_offset_ns: int = 0) -> None:
         self.kind = kind
-        self.schema = records.arrow_schema(kind)
+        self.schema = record_schema.arrow_schema(kind)
         self.leading = leading
         self.clock_offset_ns = clock_offset_ns
         appended = list(self.schema)[len(leading) :]
         self._width = len(appended)
         self._row_type = pa.struct(appended)
-        self._instants = [n for n, f in enumerate(appended) if f.name in records.INSTANT_FIELDS]
+        self._instants = [
+            n for n, f in enumerate(appended) if f.name in record_schema.INSTANT_FIELDS
+        ]
         self._rows: collections.deque[tuple[Any, ...]] = collections.deque()
         self.append_unchecked: Callable[[tuple[Any, ...]], None] = self._rows.append
         """Add a hook's row, whose type fixes its width: no check, a single C call."""
 
     def append(self, row: tuple[Any, ...]) -> None:
-        """Add one row; values in the order of ``records.FIELDS[kind]``, after the
+        """Add one row; values in the order of ``record_schema.FIELDS[kind]``, after the
         leading ones."""
         if len(row) != self._width:
             raise ValueError(f"{self.kind} rows have {self._width} values, got {len(row)}")
@@ -199,6 +201,14 @@ class RecordWriter:
 
     def append(self, kind: str, row: tuple[Any, ...]) -> None:
         self.buffers[kind].append(row)
+
+    def write_columns(self, kind: str, columns: Mapping[str, Any]) -> None:
+        """Write whole columns (sequences or numpy arrays, by field name) now, as one
+        row group: for records generated in bulk rather than recorded one by one."""
+        schema = self.buffers[kind].schema
+        arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
+        with self._write_lock:
+            self._files[kind].write(pa.Table.from_arrays(arrays, schema=schema))
 
     def add_buffer(
         self, kind: str, leading: tuple[Any, ...], clock_offset_ns: int = 0

@@ -1,8 +1,17 @@
-"""The experiment manifest: which runs exist, their factor levels and time marks.
+"""``<experiment>/manifest.json``: what ran, with which levels, when, on what.
 
-``manifest.json`` is written by the lab runner at the top of the experiment
-directory. Only ``name``, ``factors`` and ``runs`` (each with ``run_id``) are
-required; ``warmup_s`` and ``cooldown_s`` default to 0, and a run without
+One schema for every side: the lab runner writes a ``Manifest`` (again after every
+run, so an interrupted experiment still lists the runs that finished), so do the
+generated experiments (``courier.analysis.synthetic``), and the analysis reads it
+back with ``load``. On disk:
+
+    {"name", "spec": {...}, "factors": {factor: [levels...]},
+     "runs": [{"run_id", "levels", "replication", "warmup_s", "cooldown_s",
+               "start_ns", "end_ns", "clock_offsets": {...}}],
+     "git_revision", "packages": {...}, "machine": {...}}
+
+Reading checks it. Only ``name``, ``factors`` and ``runs`` (each with ``run_id``)
+are required; ``warmup_s`` and ``cooldown_s`` default to 0, and a run without
 ``start_ns``/``end_ns`` takes its extent from its client records.
 
 A run's ``arrival`` is its ``arrival`` factor level, else the spec's
@@ -13,7 +22,9 @@ saturation runs that the validity verdict judges.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +46,8 @@ class Run:
     cooldown_s: float = 0.0
     start_ns: int | None = None
     end_ns: int | None = None
-    arrival: str = "closed"
+    clock_offsets: dict[str, Any] = field(default_factory=dict)
+    arrival: str = "closed"  # derived when read, never written
 
     @property
     def open_loop(self) -> bool:
@@ -47,15 +59,20 @@ class Run:
         parts = [f"{name}={self.levels[name]}" for name in factor_names if name in self.levels]
         return ", ".join(parts) or "all"
 
+    def as_json(self) -> dict[str, Any]:
+        stored = dataclasses.asdict(self)
+        del stored["arrival"]  # derived from the levels and the spec when read
+        return stored
+
 
 @dataclass(frozen=True, slots=True)
 class Manifest:
-    """What the analysis needs to know about an experiment directory."""
+    """An experiment: its name, factors and runs, and the host it ran on."""
 
     path: Path
     name: str
     factors: dict[str, list[Any]]
-    runs: tuple[Run, ...]
+    runs: tuple[Run, ...] = ()
     spec: dict[str, Any] = field(default_factory=dict)
     git_revision: str | None = None
     packages: Any = None
@@ -75,10 +92,27 @@ class Manifest:
                 return run
         raise KeyError(run_id)
 
+    def with_run(self, run: Run) -> Manifest:
+        return dataclasses.replace(self, runs=(*self.runs, run))
+
+    def write(self) -> None:
+        """Write atomically, so a reader never sees half a manifest."""
+        document = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del document["path"]  # where it is, not what it says
+        document["runs"] = [run.as_json() for run in self.runs]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.path.with_name(f".{MANIFEST_NAME}.partial")
+        partial.write_text(json.dumps(document, indent=2, default=str) + "\n")
+        os.replace(partial, self.path)
+
+
+def path_in(experiment_dir: Path) -> Path:
+    return Path(experiment_dir) / MANIFEST_NAME
+
 
 def load(experiment_dir: Path) -> Manifest:
     """Read and check ``manifest.json``; every problem is a ManifestError naming it."""
-    path = Path(experiment_dir) / MANIFEST_NAME
+    path = path_in(experiment_dir)
     if not path.is_file():
         raise errors.ManifestError(path, "no manifest: is this an experiment directory?")
     try:
@@ -154,6 +188,7 @@ def _parse_run(item: Any, factors: dict[str, list[Any]], arrival: str) -> Run:
         cooldown_s=_non_negative(item, "cooldown_s"),
         start_ns=_optional_int(item.get("start_ns")),
         end_ns=_optional_int(item.get("end_ns")),
+        clock_offsets=dict(item.get("clock_offsets") or {}),
         arrival=run_arrival,
     )
 

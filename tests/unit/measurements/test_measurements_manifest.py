@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from courier.analysis import manifest as analysis_manifest
-from courier.lab import manifest
+from courier.lab import host
+from courier.measurements import manifest
 
 TOP_LEVEL = {"name", "spec", "factors", "runs", "git_revision", "packages", "machine"}
 RUN_KEYS = {
@@ -15,16 +15,16 @@ RUN_KEYS = {
 }  # fmt: skip
 
 
-def write_example(directory: Path) -> manifest.ManifestWriter:
-    writer = manifest.ManifestWriter(
+def write_example(directory: Path) -> manifest.Manifest:
+    written = host.new_manifest(
         directory,
         "demo",
         {"name": "demo", "run": {"duration_s": 60}},
         {"message_size": [200, 2000]},
     )
     for number, size in enumerate([200, 2000]):
-        writer.add_run(
-            manifest.run_entry(
+        written = written.with_run(
+            manifest.Run(
                 f"r{number:03d}",
                 {"message_size": size},
                 0,
@@ -35,7 +35,8 @@ def write_example(directory: Path) -> manifest.ManifestWriter:
                 clock_offsets={"127.0.0.1:7401": {"offset_ns": -12, "uncertainty_ns": 40}},
             )
         )
-    return writer
+        written.write()
+    return written
 
 
 def test_the_manifest_has_exactly_the_agreed_shape(tmp_path: Path) -> None:
@@ -50,7 +51,7 @@ def test_the_manifest_has_exactly_the_agreed_shape(tmp_path: Path) -> None:
 
 def test_the_analysis_reads_the_runners_manifest(tmp_path: Path) -> None:
     write_example(tmp_path)
-    loaded = analysis_manifest.load(tmp_path)
+    loaded = manifest.load(tmp_path)
     assert loaded.name == "demo"
     assert [run.run_id for run in loaded.runs] == ["r000", "r001"]
     assert loaded.run("r001").levels == {"message_size": 2000}
@@ -59,10 +60,15 @@ def test_the_analysis_reads_the_runners_manifest(tmp_path: Path) -> None:
 
 
 def test_each_run_rewrites_the_manifest_whole(tmp_path: Path) -> None:
-    writer = manifest.ManifestWriter(tmp_path, "x", {}, {})
-    writer.write()
+    written = host.new_manifest(tmp_path, "x", {}, {})
+    written.write()
     assert json.loads((tmp_path / "manifest.json").read_text())["runs"] == []
-    writer.add_run(manifest.run_entry("r000", {}, 0, warmup_s=0, cooldown_s=0, start_ns=1,
-                                      end_ns=2, clock_offsets={}))  # fmt: skip
+    written.with_run(manifest.Run("r000", {}, 0, warmup_s=0, cooldown_s=0, start_ns=1,
+                                  end_ns=2, clock_offsets={})).write()  # fmt: skip
     assert len(json.loads((tmp_path / "manifest.json").read_text())["runs"]) == 1
     assert [path.name for path in tmp_path.iterdir()] == ["manifest.json"]
+
+
+def test_what_is_written_reads_back_equal(tmp_path: Path) -> None:
+    written = write_example(tmp_path)
+    assert manifest.load(tmp_path) == written
