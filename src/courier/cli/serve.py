@@ -226,10 +226,10 @@ def run(settings: config.ServerSettings) -> None:
     if settings.record_dir is None:
         app.run(settings)
         return
-    from courier.lab import recording  # the lab adds a recorder; the server is the same
+    from courier.lab import process_recording  # the lab adds a recorder; the server is the same
 
     instance = f"{settings.host}:{settings.port}"
-    with recording.ProcessRecording.for_middleware(
+    with process_recording.ProcessRecording.for_middleware(
         settings.record_dir, settings.run_id, instance
     ) as recorded:
         app.run(settings, recorded.server_recorder())

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from courier.client.async_client import AsyncClient, ClientOptions, Servers
+from courier.client.measurement_hook import CallRecord, Recorder
 from courier.client.queue_refs import QueueRef
-from courier.client.recording import CallRecord, Recorder
 from courier.client.sync_client import Client
 
 __all__ = [

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from courier import config, errors, models, protocol
-from courier.client import arguments, clock, queue_refs, recording, session
+from courier.client import arguments, clock, measurement_hook, queue_refs, session
 
 Servers = arguments.Servers
 
@@ -33,7 +33,7 @@ class ClientOptions(TypedDict, total=False):
     connect_timeout: float
     request_timeout: float | None
     failover_timeout: float
-    recorder: recording.Recorder | None
+    recorder: measurement_hook.Recorder | None
     heartbeat_interval: float | None
 
 
@@ -47,7 +47,7 @@ class AsyncClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         request_timeout: float | None = 30.0,
         failover_timeout: float = 20.0,
-        recorder: recording.Recorder | None = None,
+        recorder: measurement_hook.Recorder | None = None,
         heartbeat_interval: float | None = session.HEARTBEAT_INTERVAL,
     ) -> None:
         """

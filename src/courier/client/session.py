@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from courier import errors, models, protocol
-from courier.client import connection, recording
+from courier.client import connection, measurement_hook
 from courier.protocol import constants, frames, names
 
 ReplyT = TypeVar("ReplyT", bound=protocol.Reply)
@@ -55,7 +55,7 @@ class Session:
         connect_timeout: float,
         request_timeout: float | None,
         failover_timeout: float,
-        recorder: recording.Recorder | None,
+        recorder: measurement_hook.Recorder | None,
         heartbeat_interval: float | None = HEARTBEAT_INTERVAL,
     ) -> None:
         if not servers:
@@ -224,7 +224,7 @@ class Session:
             if self.recorder is not None:
                 self.recorder((
                     link.label, self._client_id(), request_id, _OPERATIONS[type(request)],
-                    recording.local_status(exc), start_ns, time.perf_counter_ns() - started,
+                    measurement_hook.local_status(exc), start_ns, time.perf_counter_ns() - started,
                     serialize_ns, 0, len(frame), 0,
                 ))  # fmt: skip
             raise

@@ -22,7 +22,7 @@ import uvloop
 
 from courier import errors
 from courier.client import AsyncClient
-from courier.lab import driver, recording, workloads
+from courier.lab import driver, process_recording, workloads
 
 Address = tuple[str, int]
 
@@ -135,7 +135,7 @@ async def run_process(plan: ProcessPlan, ready: Callable[[], Awaitable[Go]]) -> 
     result = ProcessResult(plan.process, len(plan.slots))
     recorded = None
     if plan.record:
-        recorded = recording.ProcessRecording.for_clients(
+        recorded = process_recording.ProcessRecording.for_clients(
             plan.run_dir, plan.run_id, plan.process, clock_offset_ns=plan.clock_offset_ns
         )
     running = [_new_client(slot, recorded) for slot in plan.slots]
@@ -153,7 +153,9 @@ async def run_process(plan: ProcessPlan, ready: Callable[[], Awaitable[Go]]) -> 
     return result
 
 
-def _new_client(slot: ClientSlot, recorded: recording.ProcessRecording | None) -> RunningClient:
+def _new_client(
+    slot: ClientSlot, recorded: process_recording.ProcessRecording | None
+) -> RunningClient:
     tally = driver.Tally()
     recorder = None
     if recorded is not None:

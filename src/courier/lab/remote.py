@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from courier.lab import loadgen, recording, runner, setup
+from courier.lab import loadgen, process_recording, runner, setup
 from courier.measurements import record_schema
 
 
@@ -41,7 +41,7 @@ def default_process_name() -> str:
 async def run_clients(options: ClientsOptions) -> loadgen.ProcessResult:
     addresses = [runner.config_address(server) for server in options.servers]
     names = [f"{options.process}-{index:04d}" for index in range(options.count)]
-    setup_recording = recording.ProcessRecording(
+    setup_recording = process_recording.ProcessRecording(
         options.record_dir, options.run_id, f"{options.process}-setup", "client",
         (record_schema.CLIENT_REQUESTS,),
     ).start()  # fmt: skip

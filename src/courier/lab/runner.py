@@ -32,7 +32,7 @@ from courier.lab import (
     host,
     loadgen,
     probes,
-    recording,
+    process_recording,
     setup,
     spec,
     workloads,
@@ -43,7 +43,7 @@ from courier.server import launcher
 START_DELAY_S = 0.5
 """Between the go signal and the common start instant, so every process starts together."""
 FINISH_GRACE_S = 30.0
-RUNNER_KINDS = (*recording.RUNNER_KINDS, record_schema.CLIENT_REQUESTS)
+RUNNER_KINDS = (*process_recording.RUNNER_KINDS, record_schema.CLIENT_REQUESTS)
 
 
 class RunnerError(errors.CourierError):
@@ -167,7 +167,7 @@ class Run:
         self.token = secrets.token_hex(3)
         self.middleware: list[launcher.Middleware] = []
         self.load: clientpool.LoadProcesses | None = None
-        self.recorded: recording.ProcessRecording | None = None
+        self.recorded: process_recording.ProcessRecording | None = None
 
     @property
     def uses_database(self) -> bool:
@@ -200,14 +200,14 @@ class Run:
             start_ns=start_ns, end_ns=end_ns, clock_offsets=setup.offsets_as_json(offsets),
         )  # fmt: skip
 
-    def _start_recording(self) -> recording.ProcessRecording:
+    def _start_recording(self) -> process_recording.ProcessRecording:
         targets = []
         if self.db.pid is not None and self.uses_database:
             with contextlib.suppress(psutil.Error):
                 postmaster = psutil.Process(self.db.pid)
                 targets.append(probes.SampleTarget("postgres", "database", postmaster, True))
         run_id = self.planned.run_id
-        return recording.ProcessRecording(
+        return process_recording.ProcessRecording(
             self.run_dir, run_id, "runner", "runner", RUNNER_KINDS, extra_targets=targets
         ).start()
 

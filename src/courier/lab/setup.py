@@ -17,7 +17,7 @@ from typing import Any
 
 from courier import errors, models
 from courier.client import AsyncClient, Recorder
-from courier.lab import recording, workloads
+from courier.lab import process_recording, workloads
 
 SETUP_BEHAVIOUR = "setup"
 CLOCK_SAMPLES = 9
@@ -43,7 +43,7 @@ class Setup:
     def __init__(
         self,
         servers: Sequence[str],
-        recorded: recording.ProcessRecording | None,
+        recorded: process_recording.ProcessRecording | None,
         identity: str,
     ) -> None:
         self.servers = list(servers)

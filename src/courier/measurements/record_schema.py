@@ -3,8 +3,8 @@
 Each record kind is one Parquet dataset inside a run directory
 (``<run>/<kind>/<process>-<n>.parquet``). Fields are defined once here; the Spark
 schema in ``courier.analysis.io`` is derived from them. The request hooks' rows
-(``CallRecord`` in ``courier.client.recording``, ``RequestRecord`` in
-``courier.server.recording``) hold a kind's fields after the leading ones, in
+(``CallRecord`` in ``courier.client.measurement_hook``, ``RequestRecord`` in
+``courier.server.measurement_hook``) hold a kind's fields after the leading ones, in
 order, and a test holds them to it. docs/measurements.md documents every field.
 
 Time conventions: instants (``*_ns`` named ``start_ns``, ``receive_ns``, ``ts_ns``)

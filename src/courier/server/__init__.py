@@ -12,5 +12,5 @@ backend     the handler -> storage boundary (repository method set), outage rule
 waiters     RECEIVE / AWAIT_RESPONSE wait here for a message, without polling
 notify      the LISTEN connection that wakes waiters
 registry    this instance's registration and heartbeat; expires dead instances
-recording   the per-request measurement hook
+measurement_hook  the per-request measurement hook
 """

@@ -21,7 +21,7 @@ from courier.server import (
     handlers,
     listener,
     logouts,
-    recording,
+    measurement_hook,
     registry,
     sweeper,
     waiters,
@@ -38,7 +38,7 @@ HEALTH_POOL = config.PoolSettings(min_size=1, max_size=1, statement_timeout=5.0)
 
 class Server:
     def __init__(
-        self, settings: config.ServerSettings, recorder: recording.Recorder | None = None
+        self, settings: config.ServerSettings, recorder: measurement_hook.Recorder | None = None
     ) -> None:
         self.settings = settings
         frame_limit = protocol.frame_limit_for(settings.limits.max_body_bytes)
@@ -146,7 +146,7 @@ class Server:
 
 
 async def serve(
-    settings: config.ServerSettings, recorder: recording.Recorder | None = None
+    settings: config.ServerSettings, recorder: measurement_hook.Recorder | None = None
 ) -> None:
     """Serve until SIGTERM or SIGINT, then shut down gracefully."""
     stopping = asyncio.Event()
@@ -164,5 +164,5 @@ async def serve(
     log.info("stopped")
 
 
-def run(settings: config.ServerSettings, recorder: recording.Recorder | None = None) -> None:
+def run(settings: config.ServerSettings, recorder: measurement_hook.Recorder | None = None) -> None:
     uvloop.run(serve(settings, recorder))

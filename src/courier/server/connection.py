@@ -43,7 +43,7 @@ from typing import Any
 from courier import config, errors, protocol
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
-from courier.server import admission, backend, handlers, recording, session
+from courier.server import admission, backend, handlers, measurement_hook, session
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
 @dataclass(frozen=True, slots=True)
 class ConnectionSettings:
     max_frame_bytes: int
-    recorder: recording.Recorder | None = None
+    recorder: measurement_hook.Recorder | None = None
     frame_timeout: float = config.DEFAULT_FRAME_TIMEOUT
     """Seconds a peer may take to send a frame once it has begun, and may leave
     the replies waiting for it untaken before it is cut off."""
@@ -363,7 +363,7 @@ class Connection:
         raw, arrived_ns = request.raw, request.arrived_ns
         client = request.session.client or left.client
         status = names.STATUSES[sent.status] if isinstance(sent, frames.ErrorReply) else "OK"
-        row: recording.RequestRow = (
+        row: measurement_hook.RequestRow = (
             client.id if client is not None else 0,
             raw.request_id,
             names.OPERATIONS[raw.opcode],

@@ -12,16 +12,18 @@ from courier import config, models
 from courier.errors import Status
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import app, handlers, recording
+from courier.server import app, handlers, measurement_hook
 from helpers.servers import StartServer
 
 
 @pytest.fixture
-async def recorded(dsn: str) -> AsyncIterator[tuple[WireClient, list[recording.RequestRecord]]]:
-    records: list[recording.RequestRecord] = []
+async def recorded(
+    dsn: str,
+) -> AsyncIterator[tuple[WireClient, list[measurement_hook.RequestRecord]]]:
+    records: list[measurement_hook.RequestRecord] = []
     settings = config.ServerSettings(dsn=dsn, port=0, heartbeat_interval=0.2, instance_ttl=2)
     server = app.Server(
-        settings, recorder=lambda row: records.append(recording.RequestRecord._make(row))
+        settings, recorder=lambda row: records.append(measurement_hook.RequestRecord._make(row))
     )
     host, _, port = (await server.start()).rpartition(":")
     client = await WireClient.connect((host, int(port)))
@@ -33,7 +35,7 @@ async def recorded(dsn: str) -> AsyncIterator[tuple[WireClient, list[recording.R
 
 
 async def test_one_record_per_request_with_consistent_times(
-    recorded: tuple[WireClient, list[recording.RequestRecord]],
+    recorded: tuple[WireClient, list[measurement_hook.RequestRecord]],
 ) -> None:
     client, records = recorded
     before = time.time_ns()
@@ -69,7 +71,7 @@ async def test_one_record_per_request_with_consistent_times(
 
 
 async def test_a_reply_that_cannot_be_encoded_is_recorded_as_the_internal_error_sent(
-    recorded: tuple[WireClient, list[recording.RequestRecord]],
+    recorded: tuple[WireClient, list[measurement_hook.RequestRecord]],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client, records = recorded

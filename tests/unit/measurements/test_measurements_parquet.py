@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from courier.client import recording as client_recording
+from courier.client import measurement_hook as client_hook
 from courier.measurements import parquet, record_schema
-from courier.server import recording as server_recording
+from courier.server import measurement_hook as server_hook
 
 GC_KIND = record_schema.GC_PAUSES
 SETUP_CALL = ("127.0.0.1:7401", 0, 1, "register", "OK", 2_000, 9, 1, 1, 20, 30)
@@ -59,19 +59,15 @@ def test_a_row_of_the_wrong_width_is_refused() -> None:
 
 def test_the_hook_records_are_the_rows_after_their_leading_fields() -> None:
     # The lab keeps each hook's record as it is: its fields must be the row's, in order.
-    assert client_recording.CallRecord._fields == tuple(
+    assert client_hook.CallRecord._fields == tuple(
         record_schema.field_names(record_schema.CLIENT_REQUESTS)[3:]
     )
-    assert server_recording.RequestRecord._fields == tuple(
+    assert server_hook.RequestRecord._fields == tuple(
         record_schema.field_names(record_schema.SERVER_REQUESTS)[2:]
     )
     # The plain tuples the hooks hand over have one value per field.
-    assert len(typing.get_args(client_recording.CallRow)) == len(
-        client_recording.CallRecord._fields
-    )
-    assert len(typing.get_args(server_recording.RequestRow)) == len(
-        server_recording.RequestRecord._fields
-    )
+    assert len(typing.get_args(client_hook.CallRow)) == len(client_hook.CallRecord._fields)
+    assert len(typing.get_args(server_hook.RequestRow)) == len(server_hook.RequestRecord._fields)
 
 
 def test_a_hook_buffer_adds_the_leading_values_and_corrects_the_instants() -> None:

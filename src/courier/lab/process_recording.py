@@ -29,8 +29,8 @@ from courier.lab import probes
 from courier.measurements import parquet, record_schema
 
 if TYPE_CHECKING:  # the hooks' record types, for the type checker only
-    from courier.client import recording as client_recording
-    from courier.server import recording as server_recording
+    from courier.client import measurement_hook as client_hook
+    from courier.server import measurement_hook as server_hook
 
 CLIENT_KINDS = (record_schema.CLIENT_REQUESTS, record_schema.RESOURCES, record_schema.GC_PAUSES)
 MIDDLEWARE_KINDS = (record_schema.SERVER_REQUESTS, record_schema.RESOURCES, record_schema.GC_PAUSES)
@@ -130,14 +130,14 @@ class ProcessRecording:
     def append(self, kind: str, row: tuple[Any, ...]) -> None:
         self.writer.append(kind, row)
 
-    def server_recorder(self) -> server_recording.Recorder:
+    def server_recorder(self) -> server_hook.Recorder:
         """The middleware's per-request ``recorder``: a SERVER_REQUESTS row each."""
         leading = (self.run_id, self.process)
         return self._rows(record_schema.SERVER_REQUESTS, leading).append_unchecked
 
     def client_recorder(
         self, behaviour: str, counter: RequestCounter | None = None
-    ) -> client_recording.Recorder:
+    ) -> client_hook.Recorder:
         """A ``recorder`` for one ``courier.AsyncClient``: a CLIENT_REQUESTS row each,
         tagged with the client's behaviour, and one more in ``counter.requests``."""
         leading = (self.run_id, self.process, behaviour)
@@ -145,7 +145,7 @@ class ProcessRecording:
         if counter is None:
             return append
 
-        def record_and_count(row: client_recording.CallRow) -> None:
+        def record_and_count(row: client_hook.CallRow) -> None:
             counter.requests += 1
             append(row)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from courier.lab import recording
+from courier.lab import process_recording
 from courier.measurements import record_schema
 
 SERVER = "127.0.0.1:7401"
@@ -15,7 +15,7 @@ SERVER = "127.0.0.1:7401"
 
 def test_a_client_recorder_writes_every_call_at_once_and_counts_it(tmp_path: Path) -> None:
     kinds = [record_schema.CLIENT_REQUESTS]
-    recorded = recording.ProcessRecording(
+    recorded = process_recording.ProcessRecording(
         tmp_path, "r000", "clients-0", "client", kinds, clock_offset_ns=5
     )
     counter = types.SimpleNamespace(requests=0)
