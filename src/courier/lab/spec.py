@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from courier import errors
+from courier import config, errors
 from courier.lab import workloads
 
 MOCK_TIERS = ("none", "middleware", "database")
@@ -43,14 +43,17 @@ class SpecError(errors.BadRequest):
     """The experiment spec is invalid."""
 
 
+_SERVE = config.ServerSettings()  # a run's middleware defaults are `courier serve`'s
+
+
 @dataclass(frozen=True, slots=True)
 class RunConfig:
     """Every parameter of one run; a spec's sections fill it, factors override it."""
 
     # [system]
     middleware: int = 1
-    pool_size: int = 8
-    max_clients: int = 256
+    pool_size: int = _SERVE.pool.max_size
+    max_clients: int = _SERVE.max_clients
     mock: str = "none"
     client_processes: int = 2
     # [workload]
