@@ -35,6 +35,8 @@ class Limits:
     """Seconds a send's dedup id is remembered: a retry within it stores nothing."""
     max_queues_per_send: int = 64
     """Queues one SEND may name (each gets its own copy of the message)."""
+    max_queues_per_client: int = 1000
+    """Queues one client may create; more is QUOTA_EXCEEDED until it deletes one."""
     max_wait: float = 3600.0
     """Seconds a RECEIVE or AWAIT_RESPONSE may ask to wait."""
     max_waits_per_connection: int = 64

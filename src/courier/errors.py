@@ -22,6 +22,7 @@ is its default message.
     ├── Unavailable            UNAVAILABLE
     ├── InternalError          INTERNAL
     ├── LeaseExpired           LEASE_EXPIRED
+    ├── QuotaExceeded          QUOTA_EXCEEDED
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
     └── RequestTimeout         (local: no reply arrived in time)
@@ -54,6 +55,7 @@ class Status(enum.IntEnum):
     UNAVAILABLE = 15
     INTERNAL = 16
     LEASE_EXPIRED = 17
+    QUOTA_EXCEEDED = 18
 
 
 class CourierError(Exception):
@@ -181,6 +183,12 @@ class LeaseExpired(CourierError):
     status = Status.LEASE_EXPIRED
 
 
+class QuotaExceeded(CourierError):
+    """A quota is used up: a client created as many queues as it may."""
+
+    status = Status.QUOTA_EXCEEDED
+
+
 class ProtocolError(CourierError):
     """Bytes on the connection are not a valid Courier frame."""
 
@@ -219,6 +227,7 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         Unavailable,
         InternalError,
         LeaseExpired,
+        QuotaExceeded,
     )
 }
 

@@ -89,6 +89,13 @@ DEFAULTS = config.ServerSettings()
     help="Queues one send may name.",
 )
 @click.option(
+    "--max-queues-per-client",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.limits.max_queues_per_client,
+    show_default=True,
+    help="Queues one client may create; more is QUOTA_EXCEEDED until it deletes one.",
+)
+@click.option(
     "--max-wait",
     type=click.FloatRange(min=0, min_open=True),
     default=DEFAULTS.limits.max_wait,
@@ -162,6 +169,7 @@ def serve(
     statement_timeout: float,
     max_body_bytes: int,
     max_queues_per_send: int,
+    max_queues_per_client: int,
     max_wait: float,
     max_waits_per_connection: int,
     dedup_window: float,
@@ -199,6 +207,7 @@ def serve(
             max_body_bytes=max_body_bytes,
             dedup_window=dedup_window,
             max_queues_per_send=max_queues_per_send,
+            max_queues_per_client=max_queues_per_client,
             max_wait=max_wait,
             max_waits_per_connection=max_waits_per_connection,
         ),

@@ -103,7 +103,12 @@ class MockBackend:
         return None
 
     async def create_queue(
-        self, name: str, *, timing: repository.Timing | None = None
+        self,
+        name: str,
+        *,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: repository.Timing | None = None,
     ) -> models.Queue:
         return models.Queue(stable_id(name), name)
 

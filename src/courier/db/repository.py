@@ -26,6 +26,8 @@ from courier.db import _translate, pools
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
 DEFAULT_POOL = config.PoolSettings()
+MESSAGE_COUNT_CAP = 10_000
+"""A queue's message_count counts this many at most: listing a huge queue costs no more."""
 
 T = TypeVar("T")
 
@@ -181,9 +183,19 @@ class Repository:
         await self._call("courier_unregister_instance_v1($1)", instance_id, timing=timing)
 
     # -- queues ----------------------------------------------------------------
-    async def create_queue(self, name: str, *, timing: Timing | None = None) -> models.Queue:
-        """QueueExists; BadRequest on an empty name."""
-        row = await self._call("courier_create_queue_v1($1)", name, timing=timing)
+    async def create_queue(
+        self,
+        name: str,
+        *,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.Queue:
+        """QueueExists; BadRequest on an empty name; QuotaExceeded when ``creator``
+        already created ``max_queues`` queues (no creator: no quota)."""
+        row = await self._call(
+            "courier_create_queue_v2($1, $2, $3)", name, creator, max_queues, timing=timing
+        )
         return models.Queue(row["id"], row["name"], row["message_count"])
 
     async def delete_queue(
@@ -193,14 +205,18 @@ class Repository:
         await self._call("courier_delete_queue_v1($1, $2)", queue_id, if_empty, timing=timing)
 
     async def get_queue(self, queue: int | str, *, timing: Timing | None = None) -> models.Queue:
-        """By id or name, with message_count. QueueNotFound."""
+        """By id or name, with message_count (at most MESSAGE_COUNT_CAP). QueueNotFound."""
         queue_id, name = _id_or_name(queue)
-        row = await self._call("courier_get_queue_v1($1, $2)", queue_id, name, timing=timing)
+        row = await self._call(
+            "courier_get_queue_v2($1, $2, $3)", queue_id, name, MESSAGE_COUNT_CAP, timing=timing
+        )
         return models.Queue(row["id"], row["name"], row["message_count"])
 
     async def list_queues(self, *, timing: Timing | None = None) -> list[models.Queue]:
-        """All queues ordered by id, with message counts."""
-        return _queues(await self._call("courier_list_queues_v1()", timing=timing))
+        """All queues ordered by id, with message counts (each at most MESSAGE_COUNT_CAP)."""
+        return _queues(
+            await self._call("courier_list_queues_v2($1)", MESSAGE_COUNT_CAP, timing=timing)
+        )
 
     # -- messages --------------------------------------------------------------
     async def send(
@@ -346,8 +362,13 @@ class Repository:
         self, reader_id: int, *, timing: Timing | None = None
     ) -> list[models.Queue]:
         """Queues (sorted by id) holding a message the reader could read;
-        message_count is the number of messages visible to the reader there."""
-        return _queues(await self._call("courier_queues_for_me_v1($1)", reader_id, timing=timing))
+        message_count is the number of messages visible to the reader there (at most
+        MESSAGE_COUNT_CAP)."""
+        return _queues(
+            await self._call(
+                "courier_queues_for_me_v2($1, $2)", reader_id, MESSAGE_COUNT_CAP, timing=timing
+            )
+        )
 
     # -- leases and dead letters ------------------------------------------------
     async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:

@@ -38,7 +38,14 @@ class Backend(Protocol):
         self, client_id: int, instance_id: int, *, timing: Timing | None = None
     ) -> None: ...
 
-    async def create_queue(self, name: str, *, timing: Timing | None = None) -> models.Queue: ...
+    async def create_queue(
+        self,
+        name: str,
+        *,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.Queue: ...
 
     async def delete_queue(
         self, queue_id: int, *, if_empty: bool = False, timing: Timing | None = None

@@ -110,7 +110,12 @@ async def logout(ctx: Context, request: frames.Logout) -> SessionChange:
 
 
 async def create_queue(ctx: Context, request: frames.CreateQueue) -> frames.QueueReply:
-    queue = await ctx.services.backend.create_queue(request.name, timing=ctx.timing)
+    queue = await ctx.services.backend.create_queue(
+        request.name,
+        creator=ctx.session.require_client().id,
+        max_queues=ctx.services.limits.max_queues_per_client,
+        timing=ctx.timing,
+    )
     return frames.QueueReply(queue)
 
 

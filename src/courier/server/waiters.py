@@ -1,19 +1,26 @@
 """Waiting for messages without polling: RECEIVE and AWAIT_RESPONSE sleep here.
 
 A waiter registers for one queue *before* it tries the pop, so a message that lands
-between a miss and the wait still wakes it. The database announces every stored
-message on the ``courier_messages`` channel (payload ``<queue_id>:<receiver>``, the
-receiver empty for broadcast messages); ``courier.db.listen.NotificationListener``
-feeds those announcements to ``Waiters.notify_payload``. A woken waiter simply
-tries the pop again, so a spurious wake-up costs one query and a missed one cannot
-happen while the LISTEN connection is up; when it drops and comes back, every
-waiter re-checks.
+between a miss and the wait still wakes it. The database announces what every
+statement stored on the ``courier_messages`` channel (payload
+``<queue_id>:<receiver>:<count>``, the receiver empty for broadcast messages);
+``courier.db.listen.NotificationListener`` feeds those announcements to
+``Waiters.notify_payload``.
+
+A message wakes only as many waiters as it can satisfy: ``count`` of those that
+want it, oldest first. A woken waiter that then takes nothing (another reader was
+quicker, or it reads by sender and the message is from someone else) or leaves
+without trying (cancelled, timed out) hands its wake-up on to the next waiter that
+was already waiting when the wake-up came, so a message is never left waiting for
+a reader that sleeps on; the hand-on ends once every such waiter has tried. When
+the LISTEN connection drops and comes back, every waiter re-checks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -27,7 +34,10 @@ T = TypeVar("T")
 class Waiter:
     queue_id: int
     reader_id: int
+    order: int  # when it began to wait: lower is older
     woken: asyncio.Event = field(default_factory=asyncio.Event)
+    hand_on_below: int = 0
+    """Set when woken: a hand-on of that wake-up goes only to waiters older than this."""
 
     def wants(self, receiver: int | None) -> bool:
         """A message addressed to someone else cannot satisfy this waiter."""
@@ -35,49 +45,72 @@ class Waiter:
 
 
 class Waiters:
-    """Waiters by queue; wakes those a new message might satisfy."""
+    """Waiters by queue, oldest first; wakes those new messages can satisfy."""
 
     def __init__(self) -> None:
-        self._by_queue: dict[int, set[Waiter]] = {}
+        self._by_queue: dict[int, dict[Waiter, None]] = {}
+        self._order = itertools.count()
         self._stopping = False
 
     def __len__(self) -> int:
         return sum(len(waiters) for waiters in self._by_queue.values())
 
     def subscribe(self, queue_id: int, reader_id: int) -> Waiter:
-        waiter = Waiter(queue_id, reader_id)
+        waiter = Waiter(queue_id, reader_id, next(self._order))
         if self._stopping:
             waiter.woken.set()
-        self._by_queue.setdefault(queue_id, set()).add(waiter)
+        self._by_queue.setdefault(queue_id, {})[waiter] = None
         return waiter
 
     def unsubscribe(self, waiter: Waiter) -> None:
         waiters = self._by_queue.get(waiter.queue_id)
         if waiters is not None:
-            waiters.discard(waiter)
+            waiters.pop(waiter, None)
             if not waiters:
                 del self._by_queue[waiter.queue_id]
 
-    def notify(self, queue_id: int, receiver: int | None) -> None:
-        for waiter in self._by_queue.get(queue_id, ()):
-            if waiter.wants(receiver):
+    def notify(
+        self,
+        queue_id: int,
+        receiver: int | None,
+        count: int | None = None,
+        *,
+        below: int | None = None,
+    ) -> int:
+        """Wake up to ``count`` (None: every) waiters of the queue that want a message
+        for ``receiver``, oldest first, among those older than ``below``; returns how
+        many. Waiters already woken will try anyway and are passed over."""
+        below = next(self._order) if below is None else below
+        woken = 0
+        for waiter in self._by_queue.get(queue_id, {}):
+            if count is not None and woken >= count:
+                break
+            if waiter.order < below and not waiter.woken.is_set() and waiter.wants(receiver):
+                waiter.hand_on_below = below
                 waiter.woken.set()
+                woken += 1
+        return woken
+
+    def hand_on(self, waiter: Waiter | None) -> None:
+        """``waiter`` was woken but took nothing: the wake-up goes to the next older one."""
+        if waiter is not None and waiter.woken.is_set():
+            self.notify(waiter.queue_id, None, 1, below=waiter.hand_on_below)
 
     def notify_payload(self, payload: str) -> None:
         """Handle one ``courier_messages`` payload; malformed ones wake nobody."""
-        queue_text, _, receiver_text = payload.partition(":")
+        parts = payload.split(":")
         try:
-            queue_id = int(queue_text)
-            receiver = int(receiver_text) if receiver_text else None
+            queue_id = int(parts[0])
+            receiver = int(parts[1]) if len(parts) > 1 and parts[1] else None
+            count = int(parts[2]) if len(parts) > 2 else None  # older payloads: everyone
         except ValueError:
             return
-        self.notify(queue_id, receiver)
+        self.notify(queue_id, receiver, count)
 
     def wake_all(self) -> None:
         """Every waiter re-checks: notifications may have been missed."""
-        for waiters in self._by_queue.values():
-            for waiter in waiters:
-                waiter.woken.set()
+        for queue_id in list(self._by_queue):
+            self.notify(queue_id, None)
 
     def stop(self) -> None:
         """Shutting down: waits end now, after one last try."""
@@ -97,20 +130,30 @@ class Waiters:
         """
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        answering: Waiter | None = None  # the woken waiter whose wake-up this attempt answers
         while True:
             waiter = self.subscribe(queue_id, reader_id)
+            leaving = True
             try:
                 try:
                     return await attempt()
-                except errors.NoMessage:
+                except BaseException as exc:
+                    self.hand_on(answering)  # what woke us was not for us
                     remaining = deadline - loop.time()
-                    if remaining <= 0 or self._stopping:
+                    if not isinstance(exc, errors.NoMessage) or remaining <= 0 or self._stopping:
                         raise
                 await _wait_event(waiter.woken, remaining)
+                leaving = False
             finally:
                 self.unsubscribe(waiter)
+                if leaving:
+                    self.hand_on(waiter)  # woken meanwhile, and gone without trying for it
+            answering = waiter if waiter.woken.is_set() else None
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> None:
+    # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that arrives just
+    # as the event is set, and a cancelled receive would then go on to pop.
     with contextlib.suppress(TimeoutError):  # the caller makes its final attempt
-        await asyncio.wait_for(event.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await event.wait()

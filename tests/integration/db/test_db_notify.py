@@ -1,4 +1,5 @@
-"""The courier_messages channel: one notification per stored message, at commit."""
+"""The courier_messages channel: one notification per statement, queue and receiver,
+with how many messages it stored there, at commit."""
 
 from __future__ import annotations
 
@@ -39,7 +40,22 @@ async def test_each_copy_notifies_its_queue_and_receiver(
     payloads = await collect_notifications(dsn, send_some())
 
     assert sorted(payloads) == sorted(
-        [f"{first.id}:{reader.id}", f"{second.id}:{reader.id}", f"{second.id}:"]
+        [f"{first.id}:{reader.id}:1", f"{second.id}:{reader.id}:1", f"{second.id}::1"]
+    )
+
+
+async def test_a_batch_notifies_once_per_queue_and_receiver_with_its_count(
+    dsn: str, repo: repository.Repository, writer: models.ClientInfo, reader: models.ClientInfo
+) -> None:
+    first = await repo.create_queue("first")
+    second = await repo.create_queue("second")
+    batch = [repository.SendRequest(writer.id, [first.id], b"a") for _ in range(3)]
+    batch += [repository.SendRequest(writer.id, [first.id, second.id], b"b", receiver=reader.id)]
+
+    payloads = await collect_notifications(dsn, repo.send_many(batch))
+
+    assert sorted(payloads) == sorted(
+        [f"{first.id}::3", f"{first.id}:{reader.id}:1", f"{second.id}:{reader.id}:1"]
     )
 
 

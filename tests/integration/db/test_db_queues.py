@@ -111,3 +111,31 @@ async def test_delete_if_empty_refuses_while_messages_remain(
 async def test_delete_of_unknown_queue_is_not_found(repo: repository.Repository) -> None:
     with pytest.raises(errors.QueueNotFound):
         await repo.delete_queue(999)
+
+
+async def test_a_client_creates_at_most_its_quota_of_queues_even_when_racing(
+    repo: repository.Repository, writer: models.ClientInfo
+) -> None:
+    await repo.create_queue("mine-0", creator=writer.id, max_queues=3)
+    racing = [repo.create_queue(f"mine-{n}", creator=writer.id, max_queues=3) for n in (1, 2, 3)]
+    outcomes = await asyncio.gather(*racing, return_exceptions=True)
+    assert sum(isinstance(outcome, models.Queue) for outcome in outcomes) == 2
+    assert sum(isinstance(outcome, errors.QuotaExceeded) for outcome in outcomes) == 1
+    await repo.create_queue("admin-made", max_queues=3)  # no creator: no quota
+    assert len(await repo.list_queues()) == 4
+
+
+async def test_message_counts_stop_at_the_cap(
+    repo: repository.Repository, writer: models.ClientInfo, pool: asyncpg.Pool
+) -> None:
+    queue = await repo.create_queue("deep")
+    await pool.execute(
+        "INSERT INTO courier_messages (queue_id, sender_id, priority, body)"
+        " SELECT $1, $2, 5, 'x' FROM generate_series(1, $3)",
+        queue.id, writer.id, repository.MESSAGE_COUNT_CAP + 5,
+    )  # fmt: skip
+    assert await message_count(pool) == repository.MESSAGE_COUNT_CAP + 5
+    assert (await repo.get_queue(queue.id)).message_count == repository.MESSAGE_COUNT_CAP
+    assert [q.message_count for q in await repo.list_queues()] == [repository.MESSAGE_COUNT_CAP]
+    (mine,) = await repo.queues_for_me(writer.id)
+    assert mine.message_count == repository.MESSAGE_COUNT_CAP

@@ -229,7 +229,9 @@ async def test_a_thousand_idle_sockets_do_not_stop_a_client_from_logging_in(
 async def test_each_limit_gives_its_typed_error(
     start_server: StartServer, connect: Connect
 ) -> None:
-    server = await start_server(max_queues_per_send=3, max_wait=2, max_waits_per_connection=2)
+    server = await start_server(
+        max_queues_per_send=3, max_wait=2, max_waits_per_connection=2, max_queues_per_client=4
+    )
     client = await connect(server)
     await log_in_new(client, "limited")
     queues = []
@@ -237,6 +239,14 @@ async def test_each_limit_gives_its_typed_error(
         created = await client.ok(frames.CreateQueue(f"limited{n}"))
         assert isinstance(created, frames.QueueReply)
         queues.append(created.queue.id)
+    fifth = await client.call(frames.CreateQueue("limited4"))
+    assert isinstance(fifth, frames.ErrorReply) and fifth.status == Status.QUOTA_EXCEEDED
+    assert "created 4 queues" in fifth.message
+    other = await connect(server)  # the quota is per client: another may still create
+    await log_in_new(other, "unlimited")
+    assert isinstance(await other.ok(frames.CreateQueue("limited4")), frames.QueueReply)
+    await client.ok(frames.DeleteQueue(queues.pop(), False))  # deleting one frees a place
+    queues.append((await client.ok(frames.CreateQueue("limited5"))).queue.id)  # type: ignore[union-attr]
     to_three = await client.ok(frames.Send(tuple(queues[:3]), b"x", None, 5, None))
     assert isinstance(to_three, frames.MessageIdsReply) and len(to_three.ids) == 3
     too_many = await client.call(frames.Send(tuple(queues), b"x", None, 5, None))

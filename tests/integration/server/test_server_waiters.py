@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -44,7 +45,7 @@ async def test_malformed_payloads_wake_nobody() -> None:
     table, inbox = waiters.Waiters(), Inbox()
     waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
     await asyncio.sleep(0.01)
-    for payload in ("", "x:1", "7:y", "7"):
+    for payload in ("", "x:1", "7:y", "7:1:z", "7"):
         table.notify_payload(payload)
     await asyncio.sleep(0.01)
     # "7" alone is a broadcast to queue 7 and does wake; the rest do not.
@@ -77,3 +78,69 @@ async def test_wake_all_and_stop() -> None:
     # After stop, waits end at once.
     with pytest.raises(errors.QueueEmpty):
         await asyncio.wait_for(table.wait_for(7, 1, inbox.pop, timeout=10), 1)
+
+
+async def waiting_on(
+    table: waiters.Waiters, *attempts: Callable[[], Awaitable[str]]
+) -> list[asyncio.Task[str]]:
+    """One waiting task per attempt on queue 7, started in this order (oldest first)."""
+    tasks = []
+    for attempt in attempts:
+        tasks.append(asyncio.create_task(table.wait_for(7, 1, attempt, timeout=10)))
+        await asyncio.sleep(0.01)
+    return tasks
+
+
+async def never(counted: list[int]) -> str:
+    """A reader the new messages cannot satisfy (say it reads by another sender)."""
+    counted.append(1)
+    raise errors.QueueEmpty()
+
+
+async def test_a_notification_wakes_only_as_many_waiters_as_it_stored_messages() -> None:
+    table, inbox = waiters.Waiters(), Inbox()
+    tasks = await waiting_on(table, *[inbox.pop] * 5)
+    assert inbox.attempts == 5
+    inbox.items += ["a", "b"]
+    table.notify_payload("7::2")
+    done, pending = await asyncio.wait(tasks, timeout=0.2)
+    assert inbox.attempts == 7  # two woken, not five
+    assert sorted(task.result() for task in done) == ["a", "b"]
+    assert tasks[:2] == [task for task in tasks if task in done]  # the oldest two
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
+async def test_a_woken_waiter_that_takes_nothing_hands_its_wake_up_on() -> None:
+    table, inbox, misses = waiters.Waiters(), Inbox(), []
+    choosy, taker = await waiting_on(table, lambda: never(misses), inbox.pop)
+    inbox.items.append("for anyone")
+    table.notify_payload("7::1")  # wakes the older, choosy one first
+    assert await asyncio.wait_for(taker, 1) == "for anyone"
+    assert len(misses) == 2  # its first try, and the one its wake-up was spent on
+    choosy.cancel()
+    await asyncio.gather(choosy, return_exceptions=True)
+
+
+async def test_the_hand_on_ends_once_every_earlier_waiter_has_tried() -> None:
+    table, misses = waiters.Waiters(), []
+    tasks = await waiting_on(table, *[lambda: never(misses)] * 4)
+    assert len(misses) == 4
+    table.notify_payload("7::1")
+    await asyncio.sleep(0.2)
+    assert len(misses) == 8  # each tried once more, then all sleep again
+    assert not any(task.done() for task in tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_waiter_cancelled_after_its_wake_up_hands_it_on() -> None:
+    table, inbox = waiters.Waiters(), Inbox()
+    leaving, staying = await waiting_on(table, inbox.pop, inbox.pop)
+    inbox.items.append("m")
+    table.notify_payload("7::1")
+    leaving.cancel()  # before it could try for the message it was woken for
+    assert await asyncio.wait_for(staying, 1) == "m"
+    await asyncio.gather(leaving, return_exceptions=True)

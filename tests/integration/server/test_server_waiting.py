@@ -95,6 +95,29 @@ async def test_many_waiters_each_get_one_message(server: ServerProcess, connect:
     assert bodies == [f"m{n}" for n in range(5)]
 
 
+async def test_a_message_one_waiter_cannot_take_reaches_the_next(
+    start_server: StartServer, connect: Connect
+) -> None:
+    # The older waiter reads only what its own client sent; a message from the writer
+    # wakes it first (one message wakes one waiter), and it must hand the wake-up on.
+    server = await start_server()
+    reader, second, writer = await connect(server), await connect(server), await connect(server)
+    reader_info = await log_in_new(reader, "choosy")
+    await log_in_new(second, "second")
+    await log_in_new(writer, "writer")
+    queue = (await writer.ok(frames.CreateQueue("shared"))).queue  # type: ignore[union-attr]
+    choosy = reader.submit(frames.Receive(queue.id, reader_info.id, TIME, timeout_ms=LONG_MS))
+    await asyncio.sleep(0.3)
+    anyone = second.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
+    await asyncio.sleep(0.3)
+    started = time.monotonic()
+    await writer.ok(frames.Send((queue.id,), b"for anyone", None, 5, None))
+    reply = await asyncio.wait_for(anyone, LONG_MS / 1000)
+    assert isinstance(reply, frames.MessageReply) and reply.message.text == "for anyone"
+    assert time.monotonic() - started < 2  # woken, not left to its timeout
+    assert not choosy.done()
+
+
 async def test_a_waiting_receive_ends_with_its_connection(
     server: ServerProcess, connect: Connect
 ) -> None:

@@ -104,6 +104,33 @@ CREATE FUNCTION courier_create_queue_v1(
     p_name text, OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT courier_mock_id(p_name), p_name, 0::bigint, 0::bigint $$;
 
+CREATE FUNCTION courier_create_queue_v2(
+    p_name text, p_creator bigint, p_max_queues integer,
+    OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT courier_mock_id(p_name), p_name, 0::bigint, 0::bigint $$;
+
+CREATE FUNCTION courier_count_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
+RETURNS bigint
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_get_queue_v2(
+    p_id bigint, p_name text, p_count_cap integer,
+    OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(p_name)), coalesce(p_name, 'queue-' || p_id),
+           0::bigint, 0::bigint
+$$;
+
+CREATE FUNCTION courier_list_queues_v2(
+    p_count_cap integer,
+    OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
+
+CREATE FUNCTION courier_queues_for_me_v2(
+    p_reader_id bigint, p_count_cap integer,
+    OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[], ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint $$;
+
 CREATE FUNCTION courier_delete_queue_v1(p_queue_id bigint, p_if_empty boolean, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
@@ -351,7 +378,7 @@ $$;
 
 -- == Triggers ========================================================================
 
-CREATE FUNCTION courier_notify_messages_v2()
+CREATE FUNCTION courier_notify_messages_v3()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
