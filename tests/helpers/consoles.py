@@ -1,16 +1,21 @@
 """A real console (uvicorn on a free loopback port) over a database, with an HTTP
-client for it; shared by the console's API tests and the browser tests."""
+client for it; shared by the console's API tests and the browser tests. And
+`courier console` as a user runs it: a real process on a free port."""
 
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from courier.console import serving, settings
+from helpers.servers import COURIER, free_port
 
 ADMIN_TOKEN = "console-test-admin-token"
 
@@ -42,3 +47,45 @@ async def running_console(dsn: str, **overrides: Any) -> AsyncIterator[RunningCo
         httpx.AsyncClient(base_url=url, timeout=10.0) as http,
     ):
         yield RunningConsole(url, http, ADMIN_TOKEN)
+
+
+PROCESS_START_TIMEOUT = 20.0
+
+
+class ConsoleProcess:
+    """`courier console --port <free port> ARGS`, its output in ``log``."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [str(COURIER), "console", "--port", str(self.port), *args],
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+            )  # fmt: skip
+
+    def wait_ready(self) -> None:
+        """Until it answers HTTP at all (a console with a viewer token answers 401)."""
+        deadline = time.monotonic() + PROCESS_START_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"console exited:\n{self.output}")
+            try:
+                if httpx.get(self.url + "/api/rates", timeout=1).status_code in {200, 401}:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise AssertionError(f"console did not start:\n{self.output}")
+
+    @property
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+
+StartProcess = Callable[[list[str], dict[str, str]], ConsoleProcess]

@@ -2,7 +2,7 @@
 dead letters back to the queues they failed in ("redrive": a queue's all, or one).
 
 Each exists twice, once in the JSON API (token in the X-Courier-Admin-Token header)
-and once as an HTML form (token in a form field or the signed-in cookie). Without the
+and once as an HTML form (token in a form field, or an admin session: see signin). Without the
 right token every one of them answers 403 and changes nothing.
 """
 
@@ -17,8 +17,6 @@ from starlette.routing import Route
 
 from courier import errors
 from courier.console import api, auth, params, queries, state
-
-SIGN_IN_MAX_AGE_S = 12 * 3600
 
 
 def require_api_token(request: Request) -> state.ConsoleState:
@@ -38,7 +36,7 @@ async def require_form_token(request: Request) -> tuple[state.ConsoleState, dict
     console = state.of(request)
     fields = await form_fields(request)
     offered = fields.get(auth.FORM_FIELD)
-    if not auth.form_is_admin(request, offered, console.settings.admin_token):
+    if not auth.form_is_admin(request, offered, console.settings.admin_token, console.sessions):
         raise errors.NotAuthorised("the admin token is missing or wrong")
     return console, fields
 
@@ -139,28 +137,6 @@ async def form_redrive_message(request: Request) -> Response:
     return RedirectResponse(f"/queues/{queue_id}?redriven=1", status_code=303)
 
 
-async def sign_in(request: Request) -> Response:
-    console = state.of(request)
-    offered = (await form_fields(request)).get(auth.FORM_FIELD)
-    if not auth.token_matches(offered, console.settings.admin_token):
-        raise errors.NotAuthorised("wrong admin token")
-    response = RedirectResponse("/admin?signed_in=1", status_code=303)
-    response.set_cookie(
-        auth.COOKIE,
-        console.settings.admin_token,
-        max_age=SIGN_IN_MAX_AGE_S,
-        httponly=True,
-        samesite="strict",
-    )
-    return response
-
-
-async def sign_out(request: Request) -> Response:
-    response = RedirectResponse("/admin", status_code=303)
-    response.delete_cookie(auth.COOKIE, httponly=True, samesite="strict")
-    return response
-
-
 routes = [
     Route("/api/queues", api_create_queue, methods=["POST"]),
     Route("/api/queues/{queue_id:int}", api_delete_queue, methods=["DELETE"]),
@@ -175,6 +151,4 @@ routes = [
         form_redrive_message,
         methods=["POST"],
     ),
-    Route("/admin/sign-in", sign_in, methods=["POST"]),
-    Route("/admin/sign-out", sign_out, methods=["POST"]),
 ]

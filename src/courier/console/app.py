@@ -14,13 +14,14 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from courier import errors
-from courier.console import admin, api, pages, settings, state
+from courier.console import admin, api, guard, pages, sessions, settings, signin, state
 from courier.db import _translate
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -75,17 +76,20 @@ async def http_error(request: Request, exc: Exception) -> Response:
 
 def all_routes() -> list[BaseRoute]:
     static = Mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    return [*api.routes, *admin.routes, *pages.routes, static]
+    return [*api.routes, *admin.routes, *signin.routes, *pages.routes, static]
 
 
 def create_app(console_settings: settings.ConsoleSettings) -> Starlette:
+    store = sessions.SessionStore(console_settings.session_ttl_s)
+
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[dict[str, state.ConsoleState]]:
-        async with state.opened(console_settings) as console:
+        async with state.opened(console_settings, store) as console:
             yield {state.STATE_KEY: console}
 
     return Starlette(
         routes=all_routes(),
+        middleware=[Middleware(guard.Guard, console=console_settings, store=store)],
         lifespan=lifespan,
         exception_handlers={
             errors.CourierError: courier_error,

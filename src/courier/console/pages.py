@@ -11,13 +11,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
-from courier.console import auth, data, formatting, params, state
+from courier.console import auth, data, formatting, params, sessions, state
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 NOTICES = {
     "created": "Queue created.",
     "deleted": "Deleted.",
     "signed_in": "Signed in as admin.",
+    "viewing": "Signed in.",
     "redriven": "Dead letters moved back to the queues they failed in: {count}.",
 }
 
@@ -64,12 +65,15 @@ def render(
     request: Request, name: str, section: str, page: Any = None, api: str | None = None
 ) -> Response:
     console = state.of(request)
+    role = auth.session_role(request, console.sessions)
     context = {
         "page": page,
         "section": section,
         "api_url": api,
         "refresh_ms": console.settings.refresh_ms,
-        "is_admin": auth.cookie_is_admin(request, console.settings.admin_token),
+        "is_admin": role is sessions.Role.ADMIN,
+        "signed_in": role is not None,
+        "viewer_token_needed": console.settings.viewer_token is not None,
         "notice": notice(request),
     }
     return templates.TemplateResponse(request, name, context)

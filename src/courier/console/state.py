@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 from starlette.requests import Request
 
-from courier.console import queries, rates, settings
+from courier.console import queries, rates, sessions, settings
 from courier.db import _translate, repository
 
 STATE_KEY = "console"
@@ -33,6 +33,7 @@ class ConsoleState:
     pool: asyncpg.Pool
     repository: repository.ConsoleRepository
     sampler: rates.RateSampler
+    sessions: sessions.SessionStore
 
 
 def of(request: Request) -> ConsoleState:
@@ -56,7 +57,9 @@ async def open_pool(console_settings: settings.ConsoleSettings) -> asyncpg.Pool:
 
 
 @contextlib.asynccontextmanager
-async def opened(console_settings: settings.ConsoleSettings) -> AsyncIterator[ConsoleState]:
+async def opened(
+    console_settings: settings.ConsoleSettings, store: sessions.SessionStore
+) -> AsyncIterator[ConsoleState]:
     """Open the pool and start the rate sampler; close both on the way out."""
     repo = repository.ConsoleRepository(await open_pool(console_settings))
     try:
@@ -66,6 +69,6 @@ async def opened(console_settings: settings.ConsoleSettings) -> AsyncIterator[Co
             console_settings.rate_window_s,
         )
         async with rates.running(sampler):
-            yield ConsoleState(console_settings, repo.pool, repo, sampler)
+            yield ConsoleState(console_settings, repo.pool, repo, sampler, store)
     finally:
         await repo.close()

@@ -3,76 +3,13 @@
 from __future__ import annotations
 
 import subprocess
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from courier import localstate
-from helpers.servers import COURIER, environment_without_settings, free_port
-
-START_TIMEOUT = 20.0
-
-
-class ConsoleProcess:
-    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        with log.open("wb") as out:
-            self.process = subprocess.Popen(
-                [str(COURIER), "console", "--port", str(self.port), *args],
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-            )  # fmt: skip
-
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"console exited:\n{self.output}")
-            try:
-                if httpx.get(self.url + "/api/rates", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise AssertionError(f"console did not start:\n{self.output}")
-
-    @property
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=10)
-
-
-StartProcess = Callable[[list[str], dict[str, str]], ConsoleProcess]
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> dict[str, str]:
-    """An environment with an empty data dir and no COURIER_* settings."""
-    env = environment_without_settings()
-    env["XDG_DATA_HOME"] = str(tmp_path / "data")
-    return env
-
-
-@pytest.fixture
-def start(tmp_path: Path) -> Iterator[StartProcess]:
-    started: list[ConsoleProcess] = []
-
-    def run(args: list[str], env: dict[str, str]) -> ConsoleProcess:
-        console = ConsoleProcess(args, env, tmp_path / f"console-{len(started)}.log")
-        started.append(console)
-        console.wait_ready()
-        return console
-
-    yield run
-    for console in started:
-        console.stop()
+from helpers.consoles import StartProcess
+from helpers.servers import COURIER, free_port
 
 
 def test_a_generated_token_is_printed_once_and_works(
