@@ -25,6 +25,13 @@ class Order(enum.StrEnum):
     PRIORITY = "priority"  # highest priority first, ties oldest first
 
 
+class Overflow(enum.StrEnum):
+    """What a queue at its limit does with one more message."""
+
+    REFUSE = "refuse"  # the send fails with QUOTA_EXCEEDED
+    DROP_OLDEST = "drop_oldest"  # the oldest visible messages make room
+
+
 @dataclass(frozen=True, slots=True)
 class Queue:
     id: int
@@ -36,12 +43,19 @@ class Queue:
 class QueueSettings:
     """How a queue treats messages that fail: after ``max_deliveries`` deliveries a
     message moves to ``dead_letter_queue`` (or is dropped without one), and with
-    ``dead_letter_expired`` a message whose ttl ran out moves there too."""
+    ``dead_letter_expired`` a message whose ttl ran out moves there too.
+
+    Its limits: at most ``max_messages`` messages and ``max_bytes`` bytes of bodies
+    (None: no limit), leased and delayed ones included; ``overflow`` says what one more
+    message does."""
 
     queue: int
     max_deliveries: int | None = None
     dead_letter_queue: int | None = None
     dead_letter_expired: bool = False
+    max_messages: int | None = None
+    max_bytes: int | None = None
+    overflow: Overflow = Overflow.REFUSE
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,20 +137,35 @@ def list_queues() -> None:
 @click.option("--max-deliveries", type=click.IntRange(min=1), help="Leases before a dead letter.")
 @click.option("--dead-letter-queue", help="Where failed (and, with the flag, expired) messages go.")
 @click.option("--dead-letter-expired", is_flag=True, help="Expired messages become dead letters.")
+@click.option("--max-messages", type=click.IntRange(min=1), help="Messages it may hold.")
+@click.option("--max-bytes", type=click.IntRange(min=1), help="Bytes of bodies it may hold.")
+@click.option(
+    "--overflow",
+    type=click.Choice([overflow.value for overflow in models.Overflow]),
+    default=models.Overflow.REFUSE.value,
+    show_default=True,
+    help="At its limit: refuse a send, or drop the oldest messages.",
+)
 @common.client_options
 def configure(
     queue_name: str,
     max_deliveries: int | None,
     dead_letter_queue: str | None,
     dead_letter_expired: bool,
+    max_messages: int | None,
+    max_bytes: int | None,
+    overflow: str,
 ) -> None:
-    """Set how QUEUE treats messages that keep failing or expire."""
+    """Set how QUEUE treats messages that keep failing or expire, and its limits."""
     with common.client() as client:
         settings = client.configure_queue(
             queue_ref(queue_name),
             max_deliveries=max_deliveries,
             dead_letter_queue=None if dead_letter_queue is None else queue_ref(dead_letter_queue),
             dead_letter_expired=dead_letter_expired,
+            max_messages=max_messages,
+            max_bytes=max_bytes,
+            overflow=overflow,
         )
     common.emit(settings, lambda: common.say(describe_settings(settings)))
 
@@ -159,9 +174,16 @@ def describe_settings(settings: models.QueueSettings) -> str:
     limit = settings.max_deliveries or "unlimited"
     target = settings.dead_letter_queue or "none (dropped)"
     expired = "dead-lettered" if settings.dead_letter_expired else "dropped"
+    size = ", ".join(
+        f"{what} {value}"
+        for what, value in (("max messages", settings.max_messages),
+                            ("max bytes", settings.max_bytes))
+        if value is not None
+    )  # fmt: skip
+    limits = f", {size} ({settings.overflow.value.replace('_', ' ')} beyond)" if size else ""
     return (
         f"queue {settings.queue}: max deliveries {limit}, dead-letter queue {target},"
-        f" expired messages {expired}"
+        f" expired messages {expired}{limits}"
     )
 
 

@@ -343,18 +343,29 @@ class AsyncClient:
         max_deliveries: int | None = None,
         dead_letter_queue: queue_refs.QueueRef | None = None,
         dead_letter_expired: bool = False,
+        max_messages: int | None = None,
+        max_bytes: int | None = None,
+        overflow: models.Overflow | str = models.Overflow.REFUSE,
     ) -> models.QueueSettings:
         """Set how a queue treats failing messages: after ``max_deliveries`` leases a
         message moves to ``dead_letter_queue`` (dropped without one), and with
-        ``dead_letter_expired`` expired messages move there too."""
-        if max_deliveries is not None and max_deliveries <= 0:
-            raise errors.BadRequest(f"max_deliveries must be positive, not {max_deliveries}")
+        ``dead_letter_expired`` expired messages move there too.
+
+        And its limits: at most ``max_messages`` messages and ``max_bytes`` bytes
+        (leased and delayed ones included; None: no limit). One more is refused with
+        QuotaExceeded (``overflow="refuse"``), or the oldest visible messages are
+        dropped to make room (``"drop_oldest"``). Settings not given are reset."""
+        for name, value in (("max_deliveries", max_deliveries), ("max_messages", max_messages),
+                            ("max_bytes", max_bytes)):  # fmt: skip
+            if value is not None and value <= 0:
+                raise errors.BadRequest(f"{name} must be positive, not {value}")
         dead_letters = (
             None if dead_letter_queue is None else await self._queues.id(dead_letter_queue)
         )
         request = protocol.ConfigureQueue(
-            await self._queues.id(queue), max_deliveries, dead_letters, dead_letter_expired
-        )
+            await self._queues.id(queue), max_deliveries, dead_letters, dead_letter_expired,
+            max_messages, max_bytes, _overflow(overflow),
+        )  # fmt: skip
         return (await self._session.call(request, protocol.QueueSettingsReply)).settings
 
     async def request(
@@ -468,3 +479,10 @@ def _login_failure(exc: errors.CourierError, who: str | int | None) -> errors.Co
 def _reworded(exc: errors.CourierError, message: str) -> errors.CourierError:
     """The server's error, in the words the caller used (names quoted as given)."""
     return type(exc)(message)
+
+
+def _overflow(overflow: models.Overflow | str) -> models.Overflow:
+    try:
+        return models.Overflow(overflow)
+    except ValueError:
+        raise errors.BadRequest(f"overflow {overflow!r} is not refuse or drop_oldest") from None

@@ -50,7 +50,9 @@ class ClientRow:
 class QueueRow:
     """A queue. ``messages`` counts the visible ones; ``leased`` (taken, not yet
     acknowledged) and ``delayed`` ones are held apart until they are due. After
-    ``max_deliveries`` (None: no limit) a message moves to the dead-letter queue."""
+    ``max_deliveries`` (None: no limit) a message moves to the dead-letter queue.
+    Beyond ``max_messages`` or ``max_bytes`` (None: no limit) a send is refused or
+    the oldest messages are dropped, as ``overflow`` says."""
 
     id: int
     name: str
@@ -64,6 +66,9 @@ class QueueRow:
     dead_letter_queue: int | None
     dead_letter_queue_name: str | None
     dead_letter_expired: bool
+    max_messages: int | None
+    max_bytes: int | None
+    overflow: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -432,16 +432,19 @@ class Repository:
     async def configure_queue(
         self, settings: models.QueueSettings, *, timing: Timing | None = None
     ) -> models.QueueSettings:
-        """Set how the queue treats failing messages. QueueNotFound, BadRequest."""
+        """Set how the queue treats failing messages, and its limits. QueueNotFound,
+        BadRequest."""
         row = await self._call(
-            "courier_configure_queue_v1($1, $2, $3, $4)",
+            "courier_configure_queue_v2($1, $2, $3, $4, $5, $6, $7)",
             settings.queue, settings.max_deliveries, settings.dead_letter_queue,
-            settings.dead_letter_expired,
+            settings.dead_letter_expired, settings.max_messages, settings.max_bytes,
+            settings.overflow.value,
             timing=timing,
         )  # fmt: skip
         return models.QueueSettings(
             row["queue_id"], row["max_deliveries"], row["dead_letter_queue_id"],
-            row["dead_letter_expired"],
+            row["dead_letter_expired"], row["max_messages"], row["max_bytes"],
+            models.Overflow(row["overflow"]),
         )  # fmt: skip
 
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep:

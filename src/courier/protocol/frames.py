@@ -95,12 +95,16 @@ class ListQueues:
 
 @dataclass(frozen=True, slots=True)
 class ConfigureQueue:
-    """Set how a queue treats failing and expired messages (see models.QueueSettings)."""
+    """Set how a queue treats failing and expired messages, and its limits (see
+    models.QueueSettings)."""
 
     queue_id: int
     max_deliveries: int | None
     dead_letter_queue: int | None
     dead_letter_expired: bool
+    max_messages: int | None = None
+    max_bytes: int | None = None
+    overflow: models.Overflow = models.Overflow.REFUSE
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,6 +76,9 @@ def write_queue_settings(writer: wire.Writer, settings: models.QueueSettings) ->
     writer.optional_u32(settings.max_deliveries, "settings.max_deliveries")
     writer.optional_id(settings.dead_letter_queue, "settings.dead_letter_queue")
     writer.boolean(settings.dead_letter_expired, "settings.dead_letter_expired")
+    writer.optional_u32(settings.max_messages, "settings.max_messages")
+    writer.optional_i64(settings.max_bytes, "settings.max_bytes")
+    wire.write_code(writer, wire.OVERFLOW_CODES, settings.overflow, "settings.overflow")
 
 
 def write_message(writer: wire.Writer, message: models.Message) -> None:
@@ -128,6 +131,9 @@ def read_queue_settings(reader: wire.Reader) -> models.QueueSettings:
         max_deliveries=reader.optional_u32("settings.max_deliveries"),
         dead_letter_queue=reader.optional_id("settings.dead_letter_queue"),
         dead_letter_expired=reader.boolean("settings.dead_letter_expired"),
+        max_messages=reader.optional_u32("settings.max_messages"),
+        max_bytes=reader.optional_i64("settings.max_bytes"),
+        overflow=reader.overflow("settings.overflow"),
     )
 
 

@@ -70,6 +70,9 @@ def write_configure_queue(writer: wire.Writer, configure: frames.ConfigureQueue)
     writer.optional_u32(configure.max_deliveries, "max_deliveries")
     writer.optional_id(configure.dead_letter_queue, "dead_letter_queue")
     writer.boolean(configure.dead_letter_expired, "dead_letter_expired")
+    writer.optional_u32(configure.max_messages, "max_messages")
+    writer.optional_i64(configure.max_bytes, "max_bytes")
+    wire.write_code(writer, wire.OVERFLOW_CODES, configure.overflow, "overflow")
 
 
 def write_send(writer: wire.Writer, send: frames.Send) -> None:
@@ -141,6 +144,9 @@ def read_configure_queue(reader: wire.Reader) -> frames.ConfigureQueue:
         max_deliveries=reader.optional_u32("max_deliveries"),
         dead_letter_queue=reader.optional_id("dead_letter_queue"),
         dead_letter_expired=reader.boolean("dead_letter_expired"),
+        max_messages=reader.optional_u32("max_messages"),
+        max_bytes=reader.optional_i64("max_bytes"),
+        overflow=reader.overflow("overflow"),
     )
 
 

@@ -27,8 +27,13 @@ MODE_CODES: dict[models.ClientMode, int] = {
     models.ClientMode.READ_ONLY: 1,
 }
 ORDER_CODES: dict[models.Order, int] = {models.Order.TIME: 0, models.Order.PRIORITY: 1}
+OVERFLOW_CODES: dict[models.Overflow, int] = {
+    models.Overflow.REFUSE: 0,
+    models.Overflow.DROP_OLDEST: 1,
+}
 MODES_BY_CODE = {code: mode for mode, code in MODE_CODES.items()}
 ORDERS_BY_CODE = {code: order for order, code in ORDER_CODES.items()}
+OVERFLOWS_BY_CODE = {code: overflow for overflow, code in OVERFLOW_CODES.items()}
 STATUSES_BY_CODE = {int(status): status for status in errors.Status}
 
 E = TypeVar("E")
@@ -193,6 +198,9 @@ class Reader:
     def order(self, field: str) -> models.Order:
         return self.enum(ORDERS_BY_CODE, field)
 
+    def overflow(self, field: str) -> models.Overflow:
+        return self.enum(OVERFLOWS_BY_CODE, field)
+
     def status(self, field: str) -> errors.Status:
         return self.enum(STATUSES_BY_CODE, field)
 
@@ -209,15 +217,18 @@ class Reader:
             raise self.fail(f"{extra} trailing bytes after the body")
 
 
-def write_mode(writer: Writer, mode: models.ClientMode, field: str) -> None:
-    code = MODE_CODES.get(mode)
+def write_code(writer: Writer, codes: dict[E, int], value: E, field: str) -> None:
+    """One byte for an enum member, from its table of codes."""
+    code = codes.get(value)
     if code is None:
-        raise writer.fail(f"{field}={mode!r} is not a ClientMode")
+        kind = type(next(iter(codes))).__name__
+        raise writer.fail(f"{field}={value!r} is not a {kind}")
     writer.buffer.append(code)
+
+
+def write_mode(writer: Writer, mode: models.ClientMode, field: str) -> None:
+    write_code(writer, MODE_CODES, mode, field)
 
 
 def write_order(writer: Writer, order: models.Order, field: str) -> None:
-    code = ORDER_CODES.get(order)
-    if code is None:
-        raise writer.fail(f"{field}={order!r} is not an Order")
-    writer.buffer.append(code)
+    write_code(writer, ORDER_CODES, order, field)

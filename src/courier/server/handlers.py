@@ -306,7 +306,7 @@ async def configure_queue(
 ) -> frames.QueueSettingsReply:
     settings = models.QueueSettings(
         request.queue_id, request.max_deliveries, request.dead_letter_queue,
-        request.dead_letter_expired,
+        request.dead_letter_expired, request.max_messages, request.max_bytes, request.overflow,
     )  # fmt: skip
     configured = await ctx.services.backend.configure_queue(settings, timing=ctx.timing)
     return frames.QueueSettingsReply(configured)

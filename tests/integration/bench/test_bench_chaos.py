@@ -1,4 +1,4 @@
-"""`courier bench chaos`, bounded: 20,000 messages, a middleware killed every 2.5 s.
+"""`courier bench chaos`, bounded: 20,000 messages, a middleware killed every 1.5 s.
 
 One run on a fresh durable embedded PostgreSQL through three middleware, with
 PostgreSQL restarted once half-way, checked through its JSON and its table: no
@@ -20,7 +20,7 @@ from helpers.servers import COURIER, environment_without_settings
 pytestmark = pytest.mark.slow
 
 MESSAGES = 20_000
-KILL_INTERVAL_S = 2.5
+KILL_INTERVAL_S = 1.5
 REASONS = {
     "lease expired",
     "the connection closed",
@@ -97,7 +97,8 @@ def test_postgresql_was_restarted_once(run: dict[str, Any]) -> None:
 
 def test_the_table_and_the_verdict_are_printed(run: dict[str, Any]) -> None:
     out = run["result"].stdout
-    assert "chaos: 8 producers, 8 consumers, 3 middleware, a kill every 2.5 s" in out
+    every = f"a kill every {KILL_INTERVAL_S:g} s"
+    assert f"chaos: 8 producers, 8 consumers, 3 middleware, {every}" in out
     assert "lost: 0 (must be 0): met" in out
     assert "duplicate acks: 0 (must be 0): met" in out
     assert "failover (logged in on a survivor) max" in out

@@ -83,3 +83,23 @@ def test_queue_configure_and_delayed_send(courier: Courier, unique: Unique) -> N
     letter = as_json(courier("pop", dead, "--as", me, "--json"))
     assert (letter["body"], letter["failure"]) == ("poison", "bad input")
     assert courier("pop", queue, "--as", me).returncode == 6  # the dedup id stored it once
+
+
+def test_queue_limits_from_the_command_line(courier: Courier, unique: Unique) -> None:
+    me, queue = unique("limits"), unique("small")
+    ok(courier("register", me))
+    ok(courier("queue", "create", queue, "--as", me))
+    said = ok(courier("queue", "configure", queue, "--max-messages", "1", "--as", me))
+    assert "max messages 1 (refuse beyond)" in said.stdout
+    ok(courier("send", queue, "first", "--as", me))
+    refused = courier("send", queue, "second", "--as", me)
+    assert refused.returncode == 17 and "is full" in refused.stderr
+    dropping = as_json(
+        courier(
+            "queue", "configure", queue, "--max-messages", "1", "--overflow", "drop_oldest",
+            "--as", me, "--json",
+        )
+    )  # fmt: skip
+    assert (dropping["max_messages"], dropping["overflow"]) == (1, "drop_oldest")
+    ok(courier("send", queue, "second", "--as", me))
+    assert as_json(courier("pop", queue, "--as", me, "--json"))["body"] == "second"

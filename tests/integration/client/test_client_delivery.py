@@ -212,6 +212,9 @@ async def test_bad_lease_and_delivery_arguments_are_refused_before_sending(
         client.send(queue.id, "x", delay=1, not_before=datetime.now(UTC)),
         client.send(queue.id, 42),
         client.configure_queue(queue.id, max_deliveries=0),
+        client.configure_queue(queue.id, max_messages=0),
+        client.configure_queue(queue.id, max_bytes=-5),
+        client.configure_queue(queue.id, overflow="sometimes"),
     ):
         with pytest.raises(errors.BadRequest):
             await call

@@ -246,6 +246,12 @@ async def test_each_limit_gives_its_typed_error(
     await log_in_new(other, "unlimited")
     assert isinstance(await other.ok(frames.CreateQueue("limited4")), frames.QueueReply)
     await client.ok(frames.DeleteQueue(queues.pop(), False))  # deleting one frees a place
+    small = await client.ok(frames.ConfigureQueue(queues[0], None, None, False, max_messages=1))
+    assert isinstance(small, frames.QueueSettingsReply) and small.settings.max_messages == 1
+    await client.ok(frames.Send((queues[0],), b"fits", None, 5, None))
+    full = await client.call(frames.Send((queues[0],), b"does not", None, 5, None))
+    assert isinstance(full, frames.ErrorReply) and full.status == Status.QUOTA_EXCEEDED
+    await client.ok(frames.Read(queues[0], None, TIME, pop=True))  # room again
     queues.append((await client.ok(frames.CreateQueue("limited5"))).queue.id)  # type: ignore[union-attr]
     to_three = await client.ok(frames.Send(tuple(queues[:3]), b"x", None, 5, None))
     assert isinstance(to_three, frames.MessageIdsReply) and len(to_three.ids) == 3

@@ -23,6 +23,7 @@ NAMESPACE: dict[str, Any] = {
     **{name: getattr(protocol, name) for name in protocol.__all__},
     "ClientMode": models.ClientMode,
     "Order": models.Order,
+    "Overflow": models.Overflow,
     "Queue": models.Queue,
     "QueueSettings": models.QueueSettings,
     "Message": models.Message,

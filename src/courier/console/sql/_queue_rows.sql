@@ -16,7 +16,10 @@ SELECT q.id,
        q.max_deliveries,
        q.dead_letter_queue_id AS dead_letter_queue,
        dlq.name AS dead_letter_queue_name,
-       q.dead_letter_expired
+       q.dead_letter_expired,
+       q.max_messages,
+       q.max_bytes,
+       q.overflow
 FROM chosen q
 LEFT JOIN LATERAL (  -- the first index entry at or after (queue, 0): one entry read
     SELECT m.queue_id, m.created_at FROM courier_messages m

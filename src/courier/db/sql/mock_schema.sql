@@ -261,6 +261,43 @@ CREATE FUNCTION courier_sweep_v1(
     OUT returned integer, OUT expired integer, OUT next_due timestamptz, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0, 0, NULL::timestamptz, 0::bigint $$;
 
+CREATE FUNCTION courier_configure_queue_v2(
+    p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
+    p_dead_letter_expired boolean, p_max_messages integer, p_max_bytes bigint,
+    p_overflow text,
+    OUT queue_id bigint, OUT max_deliveries integer, OUT dead_letter_queue_id bigint,
+    OUT dead_letter_expired boolean, OUT max_messages integer, OUT max_bytes bigint,
+    OUT overflow text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_queue_id, p_max_deliveries, p_dead_letter_queue_id,
+           coalesce(p_dead_letter_expired, false), p_max_messages, p_max_bytes,
+           coalesce(p_overflow, 'refuse'), 0::bigint
+$$;
+
+CREATE FUNCTION courier_queue_usage_v1(
+    p_queue_id bigint, p_cap integer, p_bytes boolean, OUT messages bigint, OUT bytes bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint, 0::bigint $$;
+
+CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_room_v1(p_queue_ids bigint[])
+RETURNS TABLE (queue_id bigint, messages_left bigint, bytes_left bigint)
+LANGUAGE sql AS $$ SELECT NULL::bigint, NULL::bigint, NULL::bigint WHERE false $$;
+
+CREATE FUNCTION courier_check_room_v1(p_queue_ids bigint[], p_size integer)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_drop_overflow_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
 CREATE FUNCTION courier_configure_queue_v1(
     p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
     p_dead_letter_expired boolean,

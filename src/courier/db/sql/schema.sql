@@ -54,7 +54,11 @@ CREATE TABLE courier_queues (
     max_deliveries       integer     CHECK (max_deliveries > 0),
     dead_letter_queue_id bigint      REFERENCES courier_queues (id) ON DELETE SET NULL,
     dead_letter_expired  boolean     NOT NULL DEFAULT false,
-    created_by           bigint      REFERENCES courier_clients (id) ON DELETE SET NULL
+    created_by           bigint      REFERENCES courier_clients (id) ON DELETE SET NULL,
+    max_messages         integer     CHECK (max_messages > 0),
+    max_bytes            bigint      CHECK (max_bytes > 0),
+    overflow             text        NOT NULL DEFAULT 'refuse'
+                                     CHECK (overflow IN ('refuse', 'drop_oldest'))
 );
 
 CREATE TABLE courier_messages (
@@ -882,6 +886,7 @@ BEGIN
             SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
             WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
     END IF;
+    PERFORM courier_check_room_v1(p_queue_ids, v_size);
     SELECT array_agg(nextval('courier_messages_id_seq') ORDER BY w.ord) INTO message_ids
     FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord);
     IF coalesce(p_delay_ms, 0) > 0 THEN
@@ -1276,6 +1281,7 @@ DECLARE
 BEGIN
     -- Key-share locks keep the queues from being deleted before the insert.
     PERFORM FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE;
+    PERFORM courier_lock_limited_v1(p_copy_queues);
     RETURN QUERY
     WITH requests AS (
         SELECT r.n::integer AS n, r.sender, r.body, r.receiver, r.priority, r.context
@@ -1293,6 +1299,20 @@ BEGIN
                ) AS missing_queue
         FROM copies c
         GROUP BY c.request
+    ), room AS (
+        -- The refusing queues with a limit, and what they can still take.
+        SELECT l.queue_id, l.messages_left, l.bytes_left
+        FROM courier_room_v1(p_copy_queues) l
+    ), beyond AS (
+        -- Requests with a copy past its queue's room, copies counted in batch order.
+        SELECT DISTINCT u.request FROM (
+            SELECT c.request, m.messages_left, m.bytes_left,
+                   count(*) OVER w AS messages, sum(octet_length(r.body)) OVER w AS bytes
+            FROM copies c JOIN room m ON m.queue_id = c.queue_id
+            JOIN requests r ON r.n = c.request
+            WINDOW w AS (PARTITION BY c.queue_id ORDER BY c.ord)
+        ) u
+        WHERE u.messages > u.messages_left OR u.bytes > u.bytes_left
     ), checked AS (
         SELECT r.*, p.missing_queue, CASE
             WHEN r.body IS NULL OR p_max_body_bytes IS NULL THEN 1
@@ -1304,6 +1324,7 @@ BEGIN
             WHEN s.mode IS NULL THEN 7
             WHEN s.mode <> 'read_write' THEN 8
             WHEN p.missing_queue IS NOT NULL THEN 9
+            WHEN r.n IN (SELECT b.request FROM beyond b) THEN 10
             ELSE 0 END AS failure
         FROM requests r
         LEFT JOIN per_request p ON p.request = r.n
@@ -1311,7 +1332,7 @@ BEGIN
             SELECT c.mode FROM courier_clients c WHERE c.id = r.sender
         ) s ON true
     ), answered AS (
-        SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1])[k.failure], 0)::smallint
+        SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1, 18])[k.failure], 0)::smallint
                     AS status,
                CASE k.failure
                    WHEN 0 THEN NULL
@@ -1324,7 +1345,8 @@ BEGIN
                    WHEN 6 THEN 'a queue is listed twice'
                    WHEN 7 THEN format('no client %s', k.sender)
                    WHEN 8 THEN format('client %s is read-only', k.sender)
-                   ELSE format('queue %s does not exist', k.missing_queue)
+                   WHEN 9 THEN format('queue %s does not exist', k.missing_queue)
+                   ELSE 'a queue it names is full (its limit refuses new messages)'
                END AS message
         FROM checked k
     ), valid AS (
@@ -1815,6 +1837,157 @@ BEGIN
         FROM courier_queues q
     ) c
     WHERE c.n > 0;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Queue limits (migration 0010) ===================================================
+-- A queue may hold at most so many messages or bytes. Beyond its limit a send is
+-- refused (QUOTA_EXCEEDED) or the queue drops its oldest visible messages.
+
+-- What a queue holds, leased and delayed messages included: messages counted up to
+-- p_cap in each table, bytes summed only when p_bytes (that reads every length).
+CREATE FUNCTION courier_queue_usage_v1(
+    p_queue_id bigint, p_cap integer, p_bytes boolean, OUT messages bigint, OUT bytes bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT (SELECT count(*) FROM (SELECT 1 FROM courier_messages m
+                                  WHERE m.queue_id = p_queue_id LIMIT p_cap) s)
+           + (SELECT count(*) FROM (SELECT 1 FROM courier_held_messages h
+                                    WHERE h.queue_id = p_queue_id LIMIT p_cap) s),
+           CASE WHEN p_bytes THEN
+               (SELECT coalesce(sum(octet_length(m.body)), 0) FROM courier_messages m
+                WHERE m.queue_id = p_queue_id)
+               + (SELECT coalesce(sum(octet_length(h.body)), 0) FROM courier_held_messages h
+                  WHERE h.queue_id = p_queue_id)
+           ELSE 0 END
+$$;
+
+-- Locks the queues among p_queue_ids that refuse messages beyond a limit, in id order
+-- (two senders never deadlock), so two sends cannot both take the last room. NO KEY
+-- UPDATE does not wait for the key-share locks every send takes.
+CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM FROM courier_queues q
+    WHERE q.id = ANY (p_queue_ids) AND q.overflow = 'refuse'
+      AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+    ORDER BY q.id
+    FOR NO KEY UPDATE;
+END;
+$$;
+
+-- The queues among p_queue_ids that refuse messages beyond a limit, and how many
+-- messages and bytes each can still take.
+CREATE FUNCTION courier_room_v1(p_queue_ids bigint[])
+RETURNS TABLE (queue_id bigint, messages_left bigint, bytes_left bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT q.id,
+           coalesce(q.max_messages - u.messages, 9223372036854775807),
+           coalesce(q.max_bytes - u.bytes, 9223372036854775807)
+    FROM courier_queues q,
+         LATERAL courier_queue_usage_v1(
+             q.id, coalesce(q.max_messages, 0), q.max_bytes IS NOT NULL) u
+    WHERE q.id = ANY (p_queue_ids) AND q.overflow = 'refuse'
+      AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+$$;
+
+-- A send of a p_size-byte body to p_queue_ids: QUOTA_EXCEEDED (18) when one of them
+-- refuses messages beyond a limit and has no room left for this one.
+CREATE FUNCTION courier_check_room_v1(p_queue_ids bigint[], p_size integer)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_full bigint;
+BEGIN
+    PERFORM courier_lock_limited_v1(p_queue_ids);
+    SELECT r.queue_id INTO v_full FROM courier_room_v1(p_queue_ids) r
+    WHERE r.messages_left < 1 OR r.bytes_left < p_size
+    ORDER BY r.queue_id LIMIT 1;
+    IF FOUND THEN
+        PERFORM courier_fail_v1(18,
+            format('queue %s is full: its limit refuses new messages', v_full));
+    END IF;
+END;
+$$;
+
+-- After a statement stored messages, a queue that drops its oldest beyond a limit
+-- drops them: the oldest visible messages go until what it holds (leased and delayed
+-- messages count, but are never dropped) is within the limit again. Its row is locked
+-- first, so two statements count one after the other.
+CREATE FUNCTION courier_drop_overflow_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_queue record;
+    v_held record;
+    v_ids bigint[];
+BEGIN
+    FOR v_queue IN
+        SELECT q.id, q.max_messages, q.max_bytes FROM courier_queues q
+        WHERE q.id IN (SELECT n.queue_id FROM stored_messages n)
+          AND q.overflow = 'drop_oldest'
+          AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+        ORDER BY q.id
+        FOR NO KEY UPDATE
+    LOOP
+        SELECT count(*) AS messages, coalesce(sum(octet_length(h.body)), 0) AS bytes
+        INTO v_held FROM courier_held_messages h WHERE h.queue_id = v_queue.id;
+        SELECT array_agg(r.id) INTO v_ids FROM (
+            SELECT m.id, count(*) OVER newest AS messages,
+                   sum(octet_length(m.body)) OVER newest AS bytes
+            FROM courier_messages m WHERE m.queue_id = v_queue.id
+            WINDOW newest AS (ORDER BY m.id DESC)
+        ) r
+        WHERE r.messages + v_held.messages > v_queue.max_messages
+           OR r.bytes + v_held.bytes > v_queue.max_bytes;
+        IF v_ids IS NOT NULL THEN
+            -- A message a reader is taking right now is on its way out anyway.
+            DELETE FROM courier_messages m WHERE m.id IN (
+                SELECT x.id FROM courier_messages x WHERE x.id = ANY (v_ids)
+                FOR UPDATE SKIP LOCKED);
+        END IF;
+    END LOOP;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER courier_messages_overflow
+    AFTER INSERT ON courier_messages
+    REFERENCING NEW TABLE AS stored_messages
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_drop_overflow_v1();
+
+-- Sets how a queue treats failing and expired messages (as v1), and its limits:
+-- at most p_max_messages messages and p_max_bytes bytes of bodies (NULL: no limit),
+-- held ones included; beyond them a send is refused ('refuse', QUOTA_EXCEEDED) or the
+-- oldest visible messages are dropped ('drop_oldest'), from the next message stored.
+CREATE FUNCTION courier_configure_queue_v2(
+    p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
+    p_dead_letter_expired boolean, p_max_messages integer, p_max_bytes bigint,
+    p_overflow text,
+    OUT queue_id bigint, OUT max_deliveries integer, OUT dead_letter_queue_id bigint,
+    OUT dead_letter_expired boolean, OUT max_messages integer, OUT max_bytes bigint,
+    OUT overflow text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    IF p_max_messages <= 0 OR p_max_bytes <= 0 THEN
+        PERFORM courier_fail_v1(10, 'a queue''s limits must be positive');
+    END IF;
+    IF p_overflow IS NULL OR p_overflow NOT IN ('refuse', 'drop_oldest') THEN
+        PERFORM courier_fail_v1(10, format('overflow %s is not refuse or drop_oldest', p_overflow));
+    END IF;
+    SELECT c.exec_ns INTO exec_ns FROM courier_configure_queue_v1(
+        p_queue_id, p_max_deliveries, p_dead_letter_queue_id, p_dead_letter_expired) c;
+    UPDATE courier_queues q
+    SET max_messages = p_max_messages, max_bytes = p_max_bytes, overflow = p_overflow
+    WHERE q.id = p_queue_id
+    RETURNING q.id, q.max_deliveries, q.dead_letter_queue_id, q.dead_letter_expired,
+              q.max_messages, q.max_bytes, q.overflow
+    INTO queue_id, max_deliveries, dead_letter_queue_id, dead_letter_expired,
+         max_messages, max_bytes, overflow;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
