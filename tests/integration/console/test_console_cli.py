@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import httpx
+import pytest
 
 from courier import localstate
 from helpers.consoles import StartProcess
@@ -81,13 +82,16 @@ def test_a_token_from_a_file_is_used_and_never_on_the_command_line(
     assert wrong.status_code == 403
 
 
-def test_an_empty_token_file_is_refused(dsn: str, home: dict[str, str], tmp_path: Path) -> None:
+@pytest.mark.parametrize("role", ["admin", "viewer"])
+def test_an_empty_token_file_is_refused(
+    dsn: str, home: dict[str, str], tmp_path: Path, role: str
+) -> None:
     empty = tmp_path / "empty"
     empty.write_text("\n")
     result = subprocess.run(
         [str(COURIER), "console", "--dsn", dsn, "--port", str(free_port()),
-         "--admin-token-file", str(empty)],
+         f"--{role}-token-file", str(empty)],
         env=home, capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert result.returncode == 2
-    assert "admin token file is empty" in result.stderr
+    assert f"{role} token file is empty" in result.stderr

@@ -5,7 +5,6 @@ header, and gets no data, nor can it act, even with the admin token."""
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest
@@ -101,17 +100,3 @@ def test_a_public_address_without_a_viewer_token_is_refused(dsn: str, home: dict
         assert result.returncode == 2, result.stderr
         assert "not a loopback address" in result.stderr
         assert "viewer token" in result.stderr
-
-
-def test_an_empty_viewer_token_file_is_refused(
-    dsn: str, home: dict[str, str], tmp_path: Path
-) -> None:
-    empty = tmp_path / "empty"
-    empty.write_text("")
-    result = subprocess.run(
-        [str(COURIER), "console", "--dsn", dsn, "--port", str(free_port()),
-         "--viewer-token-file", str(empty)],
-        env=home, capture_output=True, text=True, timeout=30,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert "viewer token file is empty" in result.stderr
