@@ -13,6 +13,7 @@ environment (XDG_DATA_HOME, for the default data dir).
 from __future__ import annotations
 
 import tomllib
+import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,24 @@ def parse_servers(text: str) -> tuple[tuple[str, int], ...]:
     if not servers:
         raise ValueError("no server address given")
     return tuple(servers)
+
+
+def redact_dsn(dsn: str) -> str:
+    """The DSN with its password masked, for terminals and logs, which get shared.
+
+    >>> redact_dsn("postgresql://postgres:s3cret@127.0.0.1:41234/courier")
+    'postgresql://postgres:***@127.0.0.1:41234/courier'
+    """
+    parts = urllib.parse.urlsplit(dsn)
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, _, address = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:***@{address}"
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    if any(key == "password" for key, _ in query):  # libpq's other place for it
+        masked = [(key, "***" if key == "password" else value) for key, value in query]
+        parts = parts._replace(query=urllib.parse.urlencode(masked, safe="*"))
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
 def load_toml(path: Path | None) -> dict[str, Any]:

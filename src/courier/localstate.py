@@ -2,8 +2,10 @@
 
     <data dir>          --data-dir > COURIER_DATA_DIR > $XDG_DATA_HOME/courier
     ├── pg/             the embedded PostgreSQL cluster (`courier db`, `courier up`)
+    ├── pg.secret       its password (mode 0600; `courier db url` prints the DSN with it)
     ├── logs/           the logs of the middleware `courier up` started
-    ├── up.json         the system `courier up` runs: DSN, servers, pids, admin token
+    ├── up.json         the system `courier up` runs: DSN (password included), servers,
+    │                   pids, admin token
     └── shell_history   the history of `courier shell`
 
 The CLI resolves the flag and the environment variable (click does); this module

@@ -36,6 +36,28 @@ def test_parse_servers_refuses_nonsense(text: str) -> None:
         config.parse_servers(text)
 
 
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        (
+            "postgresql://postgres:s3cret@127.0.0.1:5/courier",
+            "postgresql://postgres:***@127.0.0.1:5/courier",
+        ),
+        (
+            "postgresql://u:p%40ss@db.example/x?sslmode=require",
+            "postgresql://u:***@db.example/x?sslmode=require",
+        ),
+        (
+            "postgresql://u@h/x?password=s3cret&sslmode=require",
+            "postgresql://u@h/x?password=***&sslmode=require",
+        ),
+        ("postgresql://postgres@127.0.0.1:5/courier", "postgresql://postgres@127.0.0.1:5/courier"),
+    ],
+)
+def test_redact_dsn_masks_the_password(dsn: str, expected: str) -> None:
+    assert config.redact_dsn(dsn) == expected
+
+
 def test_load_toml_reads_the_given_file(tmp_path: Path) -> None:
     path = tmp_path / "settings.toml"
     path.write_text('[serve]\nport = 7401\n\n[db.url]\ndata_dir = "/srv/pg"\n')

@@ -2,12 +2,13 @@
 
     courier db start      initialise on first use, start, create and migrate `courier`
     courier db status     running / stopped (exit 0 only when running)
-    courier db url        the DSN of the `courier` database
+    courier db url        the DSN of the `courier` database, password included
     courier db stop       fast, clean shutdown
     courier db migrate    install or upgrade the schema (--dsn for an external server)
 
 The cluster lives in ``<data dir>/pg`` (--data-dir, COURIER_DATA_DIR; default
-~/.local/share/courier), where `courier up` finds it too.
+~/.local/share/courier), where `courier up` finds it too. Its password is in
+``<data dir>/pg.secret``; only `url` prints it, the others mask it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from courier import localstate
+from courier import config, localstate
 from courier.cli.options import data_dir_option, shared_option
 from courier.db import embedded, schema
 
@@ -39,9 +40,9 @@ def db() -> None:
 @db.command()
 @data_dir_option
 def start(data_dir: Path) -> None:
-    """Start the embedded server (idempotent) and print its DSN."""
+    """Start the embedded server (idempotent) and print its DSN, password masked."""
     try:
-        click.echo(_server(data_dir).start())
+        click.echo(config.redact_dsn(_server(data_dir).start()))
     except embedded.EmbeddedError as exc:
         raise click.ClickException(str(exc)) from exc
 
@@ -65,7 +66,7 @@ def status(ctx: click.Context, data_dir: Path) -> None:
     server = _server(data_dir)
     current = server.status()
     if current.state is embedded.State.RUNNING:
-        click.echo(f"running (pid {current.pid}) at {server.dsn}")
+        click.echo(f"running (pid {current.pid}) at {config.redact_dsn(server.dsn)}")
     elif current.state is embedded.State.CRASHED:
         click.echo("stopped (it crashed: postmaster.pid is stale)")
         ctx.exit(EXIT_DEAD_WITH_PID_FILE)
@@ -80,7 +81,7 @@ def status(ctx: click.Context, data_dir: Path) -> None:
 @db.command()
 @data_dir_option
 def url(data_dir: Path) -> None:
-    """Print the DSN of the embedded `courier` database."""
+    """Print the DSN of the embedded `courier` database, with its password."""
     try:
         click.echo(_server(data_dir).dsn)
     except embedded.EmbeddedError as exc:

@@ -114,7 +114,7 @@ def announce(
     dsn: str, servers: list[Middleware], database_was_running: bool, admin_token: str
 ) -> None:
     addresses = ",".join(server.address for server in servers)
-    click.echo(f"database {dsn}")
+    click.echo(f"database {config.redact_dsn(dsn)}  (with its password: `courier db url`)")
     for server in servers:
         click.echo(f"middleware {server.address}  (log: {server.log_path})")
     if database_was_running:

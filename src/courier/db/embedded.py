@@ -5,12 +5,14 @@ pg_ctl itself (the wheel's own server class stops the server when Python exits).
 
 A data dir is the server's PGDATA. Courier adds two files to it:
 ``courier.conf`` (included from postgresql.conf: loopback address and the port chosen
-at init) and ``server.log``. The server listens on 127.0.0.1 only, with trust
-authentication for the ``postgres`` role, and never on 5432.
+at init) and ``server.log``. The server listens on 127.0.0.1 only, never on 5432, and
+every connection authenticates by password (SCRAM): the ``postgres`` role's password
+is a generated secret kept beside the data dir, in ``<data dir>.secret`` (mode 0600),
+and the DSNs this class hands out carry it.
 
     >>> server = EmbeddedPostgres(Path("/tmp/courier-pg"))   # doctest: +SKIP
     >>> server.start()                                        # doctest: +SKIP
-    'postgresql://postgres@127.0.0.1:39731/courier'
+    'postgresql://postgres:kV3...@127.0.0.1:39731/courier'
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import fcntl
 import os
 import pwd
 import re
+import secrets
 import signal
 import socket
 import stat
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import warnings
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass
@@ -52,9 +56,15 @@ SUPERUSER = "postgres"
 SYSTEM_USER = "courier-postgres"
 CONF_FILE = "courier.conf"
 LOG_FILE = "server.log"
+HBA_FILE = "pg_hba.conf"
+AUTH_METHOD = "scram-sha-256"
+TRUST_END_TIMEOUT = 10.0
 RESERVED_PORTS = frozenset({5432})
 
 _T = TypeVar("_T")
+
+# A pg_hba.conf line (not a comment) whose method is trust; group 1 is what precedes it.
+_TRUST_LINE = re.compile(r"^([^#\n]*\s)trust(?=\s|$)", re.MULTILINE)
 
 
 class State(enum.StrEnum):
@@ -111,10 +121,22 @@ class EmbeddedPostgres:
         """The DSN of the maintenance database, for creating and dropping databases."""
         return self.dsn_for("postgres")
 
+    @property
+    def secret_path(self) -> Path:
+        """The ``postgres`` role's password. Beside the data dir, not in it: as root the
+        data dir belongs to the system user, the secret to the invoking user."""
+        return self.data_dir.with_name(self.data_dir.name + ".secret")
+
     def dsn_for(self, database: str) -> str:
+        """The DSN of ``database``, with the password (none before a trust-era cluster's
+        first start under password authentication)."""
         if not self.initialised:
             raise EmbeddedError(f"no database cluster in {self.data_dir}; run start first")
-        return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
+        return self._dsn(database, self._secret())
+
+    def _dsn(self, database: str, secret: str | None) -> str:
+        user = SUPERUSER if secret is None else f"{SUPERUSER}:{urllib.parse.quote(secret, safe='')}"
+        return f"postgresql://{user}@127.0.0.1:{self.port}/{database}"
 
     def status(self) -> ServerStatus:
         if not self.initialised:
@@ -134,6 +156,7 @@ class EmbeddedPostgres:
                     self._initdb()
                 self._let_system_user_reach_data_dir()  # parents' modes may have changed
                 self._start_postmaster(time.monotonic() + timeout)
+            _run_async(self._end_trust())
             _run_async(self._ensure_database())
         return self.dsn
 
@@ -170,11 +193,13 @@ class EmbeddedPostgres:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._chown(self.data_dir)
         self._let_system_user_reach_data_dir()
-        args = ["-D", str(self.data_dir), "-U", SUPERUSER, "--auth=trust"]
+        args = ["-D", str(self.data_dir), "-U", SUPERUSER, f"--auth={AUTH_METHOD}"]
         args += ["--encoding=UTF8", "--locale=C"]
         if not self.durable:
             args.append("--no-sync")
-        self._run("initdb", args)
+        # The secret is on file before the cluster exists: no cluster without its secret.
+        with self._password_file(self._new_secret()) as password_file:
+            self._run("initdb", [*args, f"--pwfile={password_file}"])
         with (self.data_dir / "postgresql.conf").open("a") as conf:
             conf.write(f"\ninclude_if_exists = '{CONF_FILE}'\n")
         self._write_conf(_free_port())
@@ -194,6 +219,70 @@ class EmbeddedPostgres:
         path = self.data_dir / CONF_FILE
         path.write_text("\n".join(lines) + "\n")
         self._chown(path)
+
+    @contextlib.contextmanager
+    def _password_file(self, secret: str) -> Iterator[Path]:
+        """A file initdb reads the password from: mode 0600, owned by whoever runs
+        initdb, removed afterwards."""
+        descriptor, name = tempfile.mkstemp(prefix="courier-pwfile-")
+        path = Path(name)
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secret + "\n")
+            self._chown(path)
+            yield path
+        finally:
+            path.unlink(missing_ok=True)
+
+    # -- the secret --------------------------------------------------------------------
+    def _secret(self) -> str | None:
+        try:
+            return self.secret_path.read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def _new_secret(self) -> str:
+        """Generate a secret and put it on file whole (readers never see half of it)."""
+        secret = secrets.token_urlsafe(32)
+        partial = self.secret_path.with_name(f".{self.secret_path.name}.{os.getpid()}")
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secret + "\n")
+        partial.replace(self.secret_path)
+        return secret
+
+    async def _end_trust(self) -> None:
+        """Give a cluster created with trust authentication (by an earlier Courier) its
+        password, then require it. Runs under the start lock; a start interrupted
+        half-way is finished by the next one, since the trust lines are removed last."""
+        hba = self.data_dir / HBA_FILE
+        if not _TRUST_LINE.search(hba.read_text()):
+            return
+        secret = self._secret() or self._new_secret()
+        connection = await asyncpg.connect(self._dsn("postgres", None))
+        try:
+            await connection.execute(f"ALTER ROLE {SUPERUSER} PASSWORD {_quote_literal(secret)}")
+            self._replace_file(hba, _TRUST_LINE.sub(rf"\g<1>{AUTH_METHOD}", hba.read_text()))
+            await connection.execute("SELECT pg_reload_conf()")
+        finally:
+            await connection.close()
+        await self._wait_for_trust_to_end()
+
+    async def _wait_for_trust_to_end(self) -> None:
+        """The reload is asynchronous: wait until a connection without password fails."""
+        deadline = time.monotonic() + TRUST_END_TIMEOUT
+        while await _connects(self._dsn("postgres", None)):
+            if time.monotonic() > deadline:
+                raise EmbeddedError(f"{self.data_dir} still trusts connections after a reload")
+            await asyncio.sleep(0.05)
+
+    def _replace_file(self, path: Path, text: str) -> None:
+        """Replace a file of the cluster whole, keeping its owner and mode."""
+        partial = path.with_name(path.name + ".courier-new")
+        partial.write_text(text)
+        partial.chmod(stat.S_IMODE(path.stat().st_mode))
+        self._chown(partial)
+        partial.replace(path)
 
     def _let_system_user_reach_data_dir(self) -> None:
         """As root: let the system user traverse the data dir's parents."""
@@ -327,6 +416,21 @@ def _port_is_free(port: int) -> bool:
             probe.bind(("127.0.0.1", port))
         except OSError:
             return False
+    return True
+
+
+def _quote_literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+async def _connects(dsn: str) -> bool:
+    """Whether the server accepts this DSN without a password (none from PGPASSWORD or
+    ~/.pgpass either)."""
+    try:
+        connection = await asyncpg.connect(dsn, password="")
+    except (asyncpg.InvalidAuthorizationSpecificationError, asyncpg.InterfaceError):
+        return False
+    await connection.close()
     return True
 
 

@@ -32,6 +32,9 @@ from courier.protocol import constants
 SERVE = [sys.executable, "-m", "courier.cli.serve"]
 """`courier serve`, run by this very interpreter (whatever its scripts dir)."""
 HOST = "127.0.0.1"
+DSN_VARIABLE = "COURIER_SERVE_DSN"
+"""How the DSN reaches the child: its environment, which only its user can read, not
+its command line, which every user's `ps` shows (the DSN may carry a password)."""
 START_TIMEOUT = 30.0
 STOP_GRACE = 15.0
 
@@ -67,6 +70,17 @@ def serve_flags(options: Mapping[str, object]) -> list[str]:
     return flags
 
 
+def serve_environment(inherit_settings: bool, dsn: object) -> dict[str, str]:
+    """This process's environment, without its COURIER_* settings unless
+    ``inherit_settings``, plus the DSN (which beats an inherited one, as a flag would)."""
+    environment = dict(os.environ)
+    if not inherit_settings:
+        environment = {k: v for k, v in environment.items() if not k.startswith("COURIER_")}
+    if dsn is not None:
+        environment[DSN_VARIABLE] = str(dsn)
+    return environment
+
+
 def answers_ping(host: str, port: int, timeout: float = 1.0) -> bool:
     """Whether a Courier middleware answers a PING at this address (a probe: a
     recording middleware leaves it out of its records)."""
@@ -100,18 +114,18 @@ class Middleware:
         inherit_settings: bool = False,
         **options: object,
     ) -> Middleware:
-        """Launch one on ``port`` (a free one by default) with ``options`` as its flags.
+        """Launch one on ``port`` (a free one by default) with ``options`` as its flags
+        (all but ``dsn``, which goes in DSN_VARIABLE).
 
-        Its settings come from those flags alone unless ``inherit_settings``, which
-        lets the COURIER_* environment of the parent reach it too.
+        Its settings come from those alone unless ``inherit_settings``, which lets
+        the COURIER_* environment of the parent reach it too.
         """
         port = port if port is not None else free_port()
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"serve-{port}.log"
+        dsn = options.pop("dsn", None)
         command = [*SERVE, "--host", HOST, "--port", str(port), *serve_flags(options)]
-        environment = dict(os.environ)
-        if not inherit_settings:
-            environment = {k: v for k, v in environment.items() if not k.startswith("COURIER_")}
+        environment = serve_environment(inherit_settings, dsn)
         with log_path.open("ab") as log:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=environment,

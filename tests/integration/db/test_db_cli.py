@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 COURIER = str(Path(sys.executable).with_name("courier"))
 MIGRATIONS = Path(db.__file__).parent / "sql" / "migrations"
-DSN_PATTERN = re.compile(r"^postgresql://postgres@127\.0\.0\.1:(\d+)/courier$")
+DSN_PATTERN = re.compile(r"^postgresql://postgres:([\w-]+)@127\.0\.0\.1:(\d+)/courier$")
 
 
 @pytest.fixture
@@ -50,11 +50,18 @@ def courier(*args: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
 
 
 def started(data_dir: Path) -> str:
+    """Start, and return the DSN `db url` gives; `db start` prints it password masked."""
     result = courier("db", "start", data_dir=data_dir)
     assert result.returncode == 0, result.stderr
-    dsn = result.stdout.strip()
-    assert DSN_PATTERN.match(dsn), dsn
+    dsn = courier("db", "url", data_dir=data_dir).stdout.strip()
+    match = DSN_PATTERN.match(dsn)
+    assert match, dsn
+    assert result.stdout.strip() == dsn.replace(match.group(1), "***")
     return dsn
+
+
+def port_of(dsn: str) -> int:
+    return int(DSN_PATTERN.match(dsn).group(2))  # type: ignore[union-attr]
 
 
 def migration_names() -> list[str]:
@@ -78,15 +85,17 @@ def test_lifecycle(data_dir: Path) -> None:
     assert (before.returncode, before.stdout.startswith("not initialised")) == (3, True)
 
     dsn = started(data_dir)
-    port = int(DSN_PATTERN.match(dsn).group(1))  # type: ignore[union-attr]
-    assert port != 5432
+    assert port_of(dsn) != 5432
+    secret = (data_dir / "pg.secret").read_text().strip()
+    assert f":{secret}@" in dsn
     # The server outlives the command that started it, with the schema installed.
     applied = query(dsn, "SELECT array_agg(name ORDER BY name) FROM courier_migrations")
     assert applied == migration_names()
     assert started(data_dir) == dsn  # idempotent
     running = courier("db", "status", data_dir=data_dir)
     assert running.returncode == 0
-    assert running.stdout.startswith("running") and dsn in running.stdout
+    assert running.stdout.startswith("running")
+    assert dsn.replace(secret, "***") in running.stdout and secret not in running.stdout
     assert courier("db", "url", data_dir=data_dir).stdout.strip() == dsn
     elsewhere = data_dir.with_name("elsewhere")
     via_flag = courier("db", "url", "--data-dir", str(data_dir), data_dir=elsewhere)
@@ -121,7 +130,7 @@ def test_status_tells_the_truth_after_a_crash(data_dir: Path) -> None:
 
 
 def test_a_taken_port_is_replaced_and_remembered(data_dir: Path) -> None:
-    old_port = int(DSN_PATTERN.match(started(data_dir)).group(1))  # type: ignore[union-attr]
+    old_port = port_of(started(data_dir))
     courier("db", "stop", data_dir=data_dir)
 
     with socket.socket() as squatter:
@@ -129,7 +138,7 @@ def test_a_taken_port_is_replaced_and_remembered(data_dir: Path) -> None:
         squatter.bind(("127.0.0.1", old_port))
         squatter.listen()
         new_dsn = started(data_dir)
-    new_port = int(DSN_PATTERN.match(new_dsn).group(1))  # type: ignore[union-attr]
+    new_port = port_of(new_dsn)
 
     assert new_port != old_port
     assert query(new_dsn, "SELECT 1") == 1

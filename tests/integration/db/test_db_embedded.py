@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import os
 import shutil
+import stat
 import tempfile
+import time
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 
+import asyncpg
+import psutil
 import pytest
 
 from courier.db import embedded
@@ -40,7 +46,9 @@ def test_status_reads_the_data_dir(home: Path) -> None:
     )
     stopped = fake_cluster(home / "stopped", None)
     assert stopped.status() == embedded.ServerStatus(embedded.State.STOPPED, port=45678)
-    assert stopped.dsn == "postgresql://postgres@127.0.0.1:45678/courier"
+    assert stopped.dsn == "postgresql://postgres@127.0.0.1:45678/courier"  # no secret yet
+    stopped.secret_path.write_text("a b/c@d\n")
+    assert stopped.dsn == "postgresql://postgres:a%20b%2Fc%40d@127.0.0.1:45678/courier"
 
 
 def test_a_pid_file_naming_another_process_means_crashed(home: Path) -> None:
@@ -64,3 +72,108 @@ def test_concurrent_starts_share_one_server(home: Path) -> None:
     finally:
         servers[0].stop()
     assert servers[1].status().state is embedded.State.STOPPED
+
+
+def without_password(dsn: str) -> str:
+    parts = urllib.parse.urlsplit(dsn)
+    return parts._replace(netloc=f"{parts.username}@{parts.hostname}:{parts.port}").geturl()
+
+
+def connects(dsn: str, password: str | None = None) -> bool:
+    """Whether the server lets this DSN in (with ``password`` instead of the DSN's)."""
+
+    async def attempt() -> bool:
+        extra = {} if password is None else {"password": password}
+        try:
+            connection = await asyncpg.connect(dsn, **extra)
+        except asyncpg.InvalidPasswordError:
+            return False
+        await connection.close()
+        return True
+
+    return asyncio.run(attempt())
+
+
+def execute(dsn: str, statement: str) -> None:
+    async def run() -> None:
+        connection = await asyncpg.connect(dsn)
+        try:
+            await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    asyncio.run(run())
+
+
+def assert_password_required(server: embedded.EmbeddedPostgres) -> None:
+    dsn = server.dsn
+    secret = server.secret_path.read_text().strip()
+    assert len(secret) >= 32 and f":{secret}@" in dsn
+    assert stat.S_IMODE(server.secret_path.stat().st_mode) == 0o600
+    assert connects(dsn)
+    assert not connects(without_password(dsn), password="")
+    assert not connects(dsn, password="wrong")
+    assert not connects(without_password(server.admin_dsn), password="")
+    # TCP on 127.0.0.1 is the only way in: no unix socket that could bypass the password.
+    postmaster = psutil.Process(server.status().pid)
+    sockets = [str(c.laddr) for c in postmaster.net_connections(kind="unix")]
+    assert not [path for path in sockets if ".s.PGSQL" in path]
+
+
+def test_a_new_cluster_requires_its_password(home: Path) -> None:
+    server = embedded.EmbeddedPostgres(home / "pg", durable=False)
+    try:
+        server.start()
+        assert_password_required(server)
+    finally:
+        server.stop()
+
+
+def make_trust_era(server: embedded.EmbeddedPostgres) -> None:
+    """Turn a new cluster into one an earlier Courier made: trust, no password, no secret."""
+    server.start()
+    execute(server.dsn, "SELECT * FROM courier_create_queue_v1('kept')")
+    hba = server.data_dir / "pg_hba.conf"
+    hba.write_text(hba.read_text().replace(embedded.AUTH_METHOD, "trust"))
+    execute(server.admin_dsn, "SELECT pg_reload_conf()")
+    deadline = time.monotonic() + 10
+    while not connects(server.admin_dsn, password=""):  # the reload is asynchronous
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    execute(server.admin_dsn, "ALTER ROLE postgres PASSWORD NULL")
+    server.secret_path.unlink()
+
+
+@pytest.mark.parametrize("running", [False, True], ids=["stopped", "running"])
+def test_a_trust_era_cluster_requires_a_password_after_its_next_start(
+    home: Path, running: bool
+) -> None:
+    servers = [embedded.EmbeddedPostgres(home / "pg", durable=False) for _ in range(2)]
+    try:
+        make_trust_era(servers[0])
+        if not running:
+            servers[0].stop()
+        assert servers[0].dsn.startswith("postgresql://postgres@")  # no secret: trust
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            dsns = list(pool.map(lambda server: server.start(), servers))
+        assert dsns[0] == dsns[1] == servers[0].dsn
+        assert_password_required(servers[0])
+        rules = (servers[0].data_dir / "pg_hba.conf").read_text().splitlines()
+        methods = {line.split()[-1] for line in rules if line.strip() and line[0] != "#"}
+        assert methods == {embedded.AUTH_METHOD}
+    finally:
+        servers[0].stop()
+    servers[0].start()  # and it stays so, data included
+    try:
+        assert_password_required(servers[0])
+
+        async def queue_names() -> list[str]:
+            connection = await asyncpg.connect(servers[0].dsn)
+            try:
+                return [row[0] for row in await connection.fetch("SELECT name FROM courier_queues")]
+            finally:
+                await connection.close()
+
+        assert asyncio.run(queue_names()) == ["kept"]
+    finally:
+        servers[0].stop()

@@ -8,10 +8,12 @@ import signal
 import socket
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 
 import courier
@@ -110,6 +112,15 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         assert f"--servers {a},{b}" in log.read_text()
         # The console's admin token is shown once, and it is the one recorded.
         assert log.read_text().count(state["admin_token"]) == 1
+        # The database's password is in up.json (mode 0600) for the console, but
+        # neither on the terminal nor on any middleware's command line.
+        password = urllib.parse.urlsplit(state["dsn"]).password
+        assert password == database.secret_path.read_text().strip()
+        assert (data_dir / "up.json").stat().st_mode & 0o777 == 0o600
+        assert "database postgresql://postgres:***@" in log.read_text()
+        assert password not in log.read_text()
+        for pid in state["pids"]:
+            assert password not in " ".join(psutil.Process(pid).cmdline())
 
         # Other shells with the same COURIER_DATA_DIR and no other setting find it.
         courier_command("register", "alice", env=env)
