@@ -140,12 +140,12 @@ MODES["pop_response"] = (
     "courier_messages_response",
 )
 MODES["queues_for_me"] = (
-    "SELECT * FROM courier_queues_for_me_v1($1)",
+    "SELECT * FROM courier_queues_for_me_v2($1, 10000)",
     (7,),
     "courier_messages_queue_time",
 )
 MODES["get_queue count"] = (
-    "SELECT * FROM courier_get_queue_v1($1, NULL)",
+    "SELECT * FROM courier_get_queue_v2($1, NULL, 10000)",
     (42,),
     "courier_messages_queue_time",
 )

@@ -173,7 +173,7 @@ async def test_unexpected_database_failure_is_internal_and_connection_survives(
     await log_in_new(client, "victim")
     connection = await asyncpg.connect(dsn)
     try:
-        await connection.execute("DROP FUNCTION courier_list_queues_v1")
+        await connection.execute("DROP FUNCTION courier_list_queues_v2")
     finally:
         await connection.close()
     assert await client.error(frames.ListQueues()) == Status.INTERNAL
