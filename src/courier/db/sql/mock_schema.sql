@@ -278,7 +278,11 @@ CREATE FUNCTION courier_queue_usage_v1(
     p_queue_id bigint, p_cap integer, p_bytes boolean, OUT messages bigint, OUT bytes bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint, 0::bigint $$;
 
-CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
+CREATE FUNCTION courier_limited_queues_v1(p_queue_ids bigint[])
+RETURNS bigint[]
+LANGUAGE sql AS $$ SELECT NULL::bigint[] $$;
+
+CREATE FUNCTION courier_trim_v1(p_queue_ids bigint[])
 RETURNS void
 LANGUAGE sql AS $$ SELECT $$;
 
@@ -289,14 +293,6 @@ LANGUAGE sql AS $$ SELECT NULL::bigint, NULL::bigint, NULL::bigint WHERE false $
 CREATE FUNCTION courier_check_room_v1(p_queue_ids bigint[], p_size integer)
 RETURNS void
 LANGUAGE sql AS $$ SELECT $$;
-
-CREATE FUNCTION courier_drop_overflow_v1()
-RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN NULL;
-END;
-$$;
 
 CREATE FUNCTION courier_configure_queue_v1(
     p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,

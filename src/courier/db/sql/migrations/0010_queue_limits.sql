@@ -1,8 +1,8 @@
 -- Migration 0010: a queue may hold at most so many messages or bytes. Beyond its
 -- limit a send is refused (QUOTA_EXCEEDED, status 18) or the queue drops its oldest
--- visible messages, as the queue says. Sends check the room of refusing queues
--- (courier_send_v2 and courier_send_batch_v2, replaced in place: a middleware from
--- before this migration gets the limits too); a trigger drops what overflows.
+-- visible messages, as the queue says. Sends check the room of refusing queues and
+-- trim dropping ones (courier_send_v2 and courier_send_batch_v2, replaced in place: a
+-- middleware from before this migration gets the limits too).
 
 ALTER TABLE courier_queues
     ADD COLUMN max_messages integer CHECK (max_messages > 0),
@@ -27,18 +27,23 @@ LANGUAGE sql STABLE AS $$
            ELSE 0 END
 $$;
 
--- Locks the queues among p_queue_ids that refuse messages beyond a limit, in id order
--- (two senders never deadlock), so two sends cannot both take the last room. NO KEY
--- UPDATE does not wait for the key-share locks every send takes.
-CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
-RETURNS void
+-- The queues among p_queue_ids that have a limit, or NULL when none has, locked in
+-- id order (two senders never deadlock) so that two sends count their room one after
+-- the other. NO KEY UPDATE does not wait for the key-share locks every send takes.
+CREATE FUNCTION courier_limited_queues_v1(p_queue_ids bigint[])
+RETURNS bigint[]
 LANGUAGE plpgsql AS $$
+DECLARE
+    v_ids bigint[];
 BEGIN
-    PERFORM FROM courier_queues q
-    WHERE q.id = ANY (p_queue_ids) AND q.overflow = 'refuse'
-      AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
-    ORDER BY q.id
-    FOR NO KEY UPDATE;
+    SELECT array_agg(l.id) INTO v_ids FROM (
+        SELECT q.id FROM courier_queues q
+        WHERE q.id = ANY (p_queue_ids)
+          AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+        ORDER BY q.id
+        FOR NO KEY UPDATE
+    ) l;
+    RETURN v_ids;
 END;
 $$;
 
@@ -57,15 +62,14 @@ LANGUAGE sql STABLE AS $$
       AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
 $$;
 
--- A send of a p_size-byte body to p_queue_ids: QUOTA_EXCEEDED (18) when one of them
--- refuses messages beyond a limit and has no room left for this one.
+-- A send of a p_size-byte body to p_queue_ids (limited queues, locked): QUOTA_EXCEEDED
+-- (18) when one of them refuses messages beyond its limit and has no room left.
 CREATE FUNCTION courier_check_room_v1(p_queue_ids bigint[], p_size integer)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     v_full bigint;
 BEGIN
-    PERFORM courier_lock_limited_v1(p_queue_ids);
     SELECT r.queue_id INTO v_full FROM courier_room_v1(p_queue_ids) r
     WHERE r.messages_left < 1 OR r.bytes_left < p_size
     ORDER BY r.queue_id LIMIT 1;
@@ -76,12 +80,11 @@ BEGIN
 END;
 $$;
 
--- After a statement stored messages, a queue that drops its oldest beyond a limit
--- drops them: the oldest visible messages go until what it holds (leased and delayed
--- messages count, but are never dropped) is within the limit again. Its row is locked
--- first, so two statements count one after the other.
-CREATE FUNCTION courier_drop_overflow_v1()
-RETURNS trigger
+-- After a send stored messages in p_queue_ids (limited queues, locked), each that drops
+-- its oldest beyond its limit drops them: the oldest visible messages go until what it
+-- holds (leased and delayed messages count, but are never dropped) is within the limit.
+CREATE FUNCTION courier_trim_v1(p_queue_ids bigint[])
+RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     v_queue record;
@@ -90,11 +93,8 @@ DECLARE
 BEGIN
     FOR v_queue IN
         SELECT q.id, q.max_messages, q.max_bytes FROM courier_queues q
-        WHERE q.id IN (SELECT n.queue_id FROM stored_messages n)
-          AND q.overflow = 'drop_oldest'
-          AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+        WHERE q.id = ANY (p_queue_ids) AND q.overflow = 'drop_oldest'
         ORDER BY q.id
-        FOR NO KEY UPDATE
     LOOP
         SELECT count(*) AS messages, coalesce(sum(octet_length(h.body)), 0) AS bytes
         INTO v_held FROM courier_held_messages h WHERE h.queue_id = v_queue.id;
@@ -113,14 +113,8 @@ BEGIN
                 FOR UPDATE SKIP LOCKED);
         END IF;
     END LOOP;
-    RETURN NULL;
 END;
 $$;
-
-CREATE TRIGGER courier_messages_overflow
-    AFTER INSERT ON courier_messages
-    REFERENCING NEW TABLE AS stored_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_drop_overflow_v1();
 
 -- Sets how a queue treats failing and expired messages (as v1), and its limits:
 -- at most p_max_messages messages and p_max_bytes bytes of bodies (NULL: no limit),
@@ -169,6 +163,7 @@ DECLARE
     v_size integer := octet_length(p_body);
     v_found bigint;
     v_now timestamptz := clock_timestamp();
+    v_limited bigint[];
 BEGIN
     IF p_body IS NULL OR p_max_body_bytes IS NULL THEN
         PERFORM courier_fail_v1(10, 'a message needs a body and a size limit');
@@ -227,7 +222,10 @@ BEGIN
             SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
             WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
     END IF;
-    PERFORM courier_check_room_v1(p_queue_ids, v_size);
+    v_limited := courier_limited_queues_v1(p_queue_ids);
+    IF v_limited IS NOT NULL THEN
+        PERFORM courier_check_room_v1(v_limited, v_size);
+    END IF;
     SELECT array_agg(nextval('courier_messages_id_seq') ORDER BY w.ord) INTO message_ids
     FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord);
     IF coalesce(p_delay_ms, 0) > 0 THEN
@@ -248,6 +246,9 @@ BEGIN
                p_priority, v_now, p_body, v_now + make_interval(secs => p_ttl_ms / 1000.0)
         FROM unnest(p_queue_ids) WITH ORDINALITY AS w(queue_id, ord)
         ORDER BY w.ord;
+    END IF;
+    IF v_limited IS NOT NULL THEN
+        PERFORM courier_trim_v1(v_limited);
     END IF;
     IF p_dedup_id IS NOT NULL THEN
         UPDATE courier_dedup d SET message_ids = courier_send_v2.message_ids
@@ -270,10 +271,11 @@ AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
+    v_limited bigint[];
 BEGIN
     -- Key-share locks keep the queues from being deleted before the insert.
     PERFORM FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE;
-    PERFORM courier_lock_limited_v1(p_copy_queues);
+    v_limited := courier_limited_queues_v1(p_copy_queues);
     RETURN QUERY
     WITH requests AS (
         SELECT r.n::integer AS n, r.sender, r.body, r.receiver, r.priority, r.context
@@ -294,7 +296,7 @@ BEGIN
     ), room AS (
         -- The refusing queues with a limit, and what they can still take.
         SELECT l.queue_id, l.messages_left, l.bytes_left
-        FROM courier_room_v1(p_copy_queues) l
+        FROM courier_room_v1(v_limited) l
     ), beyond AS (
         -- Requests with a copy past its queue's room, copies counted in batch order.
         SELECT DISTINCT u.request FROM (
@@ -359,5 +361,8 @@ BEGIN
     LEFT JOIN (SELECT va.request, array_agg(va.id ORDER BY va.ord) AS ids
                FROM valid va GROUP BY va.request) v ON v.request = k.n
     ORDER BY k.n;
+    IF v_limited IS NOT NULL THEN
+        PERFORM courier_trim_v1(v_limited);
+    END IF;
 END;
 $$;
