@@ -21,7 +21,7 @@ Exit codes (stable; a subclass not listed exits like its parent):
     10  ServerFull          11  BadRequest (InvalidPriority, PayloadTooLarge)
     12  NotAuthorised (NotLoggedIn)                 13  Unavailable
     14  ConnectionLost (also: no server reachable)  15  RequestTimeout
-    16  ProtocolError       17  QuotaExceeded
+    16  ProtocolError       17  QuotaExceeded      18  LeaseExpired
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ EXIT_CODES: dict[type[errors.CourierError], int] = {
     errors.RequestTimeout: 15,
     errors.ProtocolError: 16,
     errors.QuotaExceeded: 17,
+    errors.LeaseExpired: 18,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -37,7 +37,7 @@ def test_receive_with_a_lease_then_ack_in_another_command(courier: Courier, uniq
         in ok(courier("ack", str(again["delivery"]), "--as", me)).stdout
     )
     late = courier("ack", str(again["delivery"]), "--as", me)
-    assert late.returncode != 0 and "is not held" in late.stderr
+    assert late.returncode == 18 and "is not held" in late.stderr
 
 
 def test_binary_bodies_from_a_file_or_stdin_round_trip(

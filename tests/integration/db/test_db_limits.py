@@ -146,3 +146,14 @@ async def test_a_dropping_queue_keeps_within_its_bytes_and_never_drops_a_lease(
         await repo.send(writer.id, [queue.id], body)
     assert await bodies(pool, queue) == [b"bb", b"cc"]  # 6 held + 4 visible = 10
     await repo.ack(writer.id, taken.delivery or 0)  # the lease was never dropped
+
+
+async def test_a_lower_limit_on_a_dropping_queue_trims_it_at_once(
+    repo: repository.Repository, writer: models.ClientInfo, pool: asyncpg.Pool, queue: models.Queue
+) -> None:
+    for n in range(5):
+        await repo.send(writer.id, [queue.id], f"m{n}".encode())
+    await limit(repo, queue, messages=4)  # refusing: what is there stays
+    assert len(await bodies(pool, queue)) == 5
+    await limit(repo, queue, messages=2, overflow=DROP_OLDEST)
+    assert await bodies(pool, queue) == [b"m3", b"m4"]

@@ -1965,7 +1965,7 @@ $$;
 -- Sets how a queue treats failing and expired messages (as v1), and its limits:
 -- at most p_max_messages messages and p_max_bytes bytes of bodies (NULL: no limit),
 -- held ones included; beyond them a send is refused ('refuse', QUOTA_EXCEEDED) or the
--- oldest visible messages are dropped ('drop_oldest'), from the next message stored.
+-- oldest visible messages are dropped ('drop_oldest', at once when it is over them).
 CREATE FUNCTION courier_configure_queue_v2(
     p_queue_id bigint, p_max_deliveries integer, p_dead_letter_queue_id bigint,
     p_dead_letter_expired boolean, p_max_messages integer, p_max_bytes bigint,
@@ -1993,6 +1993,7 @@ BEGIN
               q.max_messages, q.max_bytes, q.overflow
     INTO queue_id, max_deliveries, dead_letter_queue_id, dead_letter_expired,
          max_messages, max_bytes, overflow;
+    PERFORM courier_trim_v1(ARRAY[p_queue_id]);  -- a dropping queue over its new limit
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
