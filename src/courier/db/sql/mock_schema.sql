@@ -278,9 +278,9 @@ CREATE FUNCTION courier_queue_usage_v1(
     p_queue_id bigint, p_cap integer, p_bytes boolean, OUT messages bigint, OUT bytes bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint, 0::bigint $$;
 
-CREATE FUNCTION courier_limited_queues_v1(p_queue_ids bigint[])
-RETURNS bigint[]
-LANGUAGE sql AS $$ SELECT NULL::bigint[] $$;
+CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
 
 CREATE FUNCTION courier_trim_v1(p_queue_ids bigint[])
 RETURNS void

@@ -878,17 +878,20 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    -- Key-share locks keep the queues from being deleted before the insert.
-    SELECT count(*) INTO v_found FROM (
-        SELECT 1 FROM courier_queues q WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE
-    ) locked;
+    -- Key-share locks keep the queues from being deleted before the insert; the same
+    -- look finds the queues with a limit.
+    SELECT count(*), array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited)
+    INTO v_found, v_limited FROM (
+        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited
+        FROM courier_queues q WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE
+    ) l;
     IF v_found <> cardinality(p_queue_ids) THEN
         PERFORM courier_fail_v1(1, format('queue %s does not exist', (
             SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
             WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
     END IF;
-    v_limited := courier_limited_queues_v1(p_queue_ids);
     IF v_limited IS NOT NULL THEN
+        PERFORM courier_lock_limited_v1(v_limited);
         PERFORM courier_check_room_v1(v_limited, v_size);
     END IF;
     SELECT array_agg(nextval('courier_messages_id_seq') ORDER BY w.ord) INTO message_ids
@@ -1287,9 +1290,15 @@ DECLARE
     v_started timestamptz := clock_timestamp();
     v_limited bigint[];
 BEGIN
-    -- Key-share locks keep the queues from being deleted before the insert.
-    PERFORM FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE;
-    v_limited := courier_limited_queues_v1(p_copy_queues);
+    -- Key-share locks keep the queues from being deleted before the insert; the same
+    -- look finds the queues with a limit.
+    SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited) INTO v_limited FROM (
+        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited
+        FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE
+    ) l;
+    IF v_limited IS NOT NULL THEN
+        PERFORM courier_lock_limited_v1(v_limited);
+    END IF;
     RETURN QUERY
     WITH requests AS (
         SELECT r.n::integer AS n, r.sender, r.body, r.receiver, r.priority, r.context
@@ -1873,23 +1882,15 @@ LANGUAGE sql STABLE AS $$
            ELSE 0 END
 $$;
 
--- The queues among p_queue_ids that have a limit, or NULL when none has, locked in
--- id order (two senders never deadlock) so that two sends count their room one after
--- the other. NO KEY UPDATE does not wait for the key-share locks every send takes.
-CREATE FUNCTION courier_limited_queues_v1(p_queue_ids bigint[])
-RETURNS bigint[]
+-- Locks the limited queues a send stores in, in id order (two senders never
+-- deadlock), so that two sends count their room one after the other. NO KEY UPDATE
+-- does not wait for the key-share locks every send takes.
+CREATE FUNCTION courier_lock_limited_v1(p_queue_ids bigint[])
+RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE
-    v_ids bigint[];
 BEGIN
-    SELECT array_agg(l.id) INTO v_ids FROM (
-        SELECT q.id FROM courier_queues q
-        WHERE q.id = ANY (p_queue_ids)
-          AND (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
-        ORDER BY q.id
-        FOR NO KEY UPDATE
-    ) l;
-    RETURN v_ids;
+    PERFORM FROM courier_queues q WHERE q.id = ANY (p_queue_ids) ORDER BY q.id
+    FOR NO KEY UPDATE;
 END;
 $$;
 
