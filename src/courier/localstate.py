@@ -19,7 +19,7 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from courier import config
+from courier import config, files
 from courier.db import embedded
 
 UP_STATE_FILE = "up.json"
@@ -71,11 +71,7 @@ def write_up_state(home: Path, state: UpState) -> None:
     The console's admin token is in it, so only this user may read it.
     """
     home.mkdir(parents=True, exist_ok=True)
-    partial = home / f".{UP_STATE_FILE}.{os.getpid()}"
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump(asdict(state), handle, indent=2)
-    partial.replace(home / UP_STATE_FILE)
+    files.write_private(home / UP_STATE_FILE, json.dumps(asdict(state), indent=2))
 
 
 def clear_up_state(home: Path) -> None:

@@ -1,10 +1,13 @@
-"""The gate in front of every route, static files included: the Host check, then
-the viewer check for reads. Admin actions check the admin token in their routes.
+"""The gate in front of every route, static files included: the Host check, the
+same-origin check for actions, then the viewer check for reads. Admin actions check
+the admin token in their routes.
 
 A refused request gets a short error page (or JSON under /api/) and no data.
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -29,6 +32,21 @@ def needs_viewer(request: Request) -> bool:
     path = request.scope["path"]  # what the router matches, percent-decoded
     open_path = path == OPEN_PATHS[0] or path.startswith(OPEN_PATHS[1])
     return request.method in READ_METHODS and not open_path
+
+
+def same_origin(request: Request) -> bool:
+    """An action sent by a browser must come from the console's own pages: the page's
+    Origin names the Host the request went to. A page on another port of this machine
+    is the same site, so the session cookie would go with it: SameSite alone does not
+    stop it. Tools that send no Origin (curl with a token) pass."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None and site not in ("same-origin", "none"):
+        return False
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin)
+    return parts.scheme in ("http", "https") and parts.netloc == request.headers.get("host")
 
 
 class Guard:
@@ -57,6 +75,9 @@ class Guard:
                 " http://127.0.0.1:<port>/ or allow the name with --allowed-host"
             )
             return refusal(request, 421, "HostNotAllowed", "Host not allowed", message)
+        if request.method not in READ_METHODS and not same_origin(request):
+            message = "actions are taken only from this console's own pages"
+            return refusal(request, 403, "CrossOrigin", "Cross-origin request refused", message)
         if needs_viewer(request) and not self.may_read(request):
             message = (
                 "reading needs the viewer token: sign in on /admin, or send"

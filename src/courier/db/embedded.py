@@ -42,6 +42,7 @@ from typing import Any, TypeVar
 import asyncpg
 import psutil
 
+from courier import files
 from courier.db import schema
 
 with warnings.catch_warnings():
@@ -244,11 +245,7 @@ class EmbeddedPostgres:
     def _new_secret(self) -> str:
         """Generate a secret and put it on file whole (readers never see half of it)."""
         secret = secrets.token_urlsafe(32)
-        partial = self.secret_path.with_name(f".{self.secret_path.name}.{os.getpid()}")
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secret + "\n")
-        partial.replace(self.secret_path)
+        files.write_private(self.secret_path, secret + "\n")
         return secret
 
     async def _end_trust(self) -> None:

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
+
 from courier import errors, protocol
 from courier.protocol import constants
 
@@ -145,9 +147,13 @@ class Middleware:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def wait_ready(self, timeout: float = START_TIMEOUT) -> None:
-        """Block until it answers a PING; LaunchFailed if it exits or takes too long."""
+        """Block until it answers a PING; LaunchFailed if it exits or takes too long.
+
+        The answer must come from this child: a server left on the port by some
+        earlier run would answer too, while the child fails to bind it.
+        """
         deadline = time.monotonic() + timeout
-        while not answers_ping(self.host, self.port):
+        while not (self._listening() and answers_ping(self.host, self.port)):
             if self.process.poll() is not None:
                 raise LaunchFailed(
                     f"the middleware on {self.address} exited with {self.process.returncode}:\n"
@@ -156,6 +162,14 @@ class Middleware:
             if time.monotonic() > deadline:
                 raise LaunchFailed(f"the middleware on {self.address} did not start in time")
             time.sleep(0.05)
+
+    def _listening(self) -> bool:
+        """Whether this child itself listens on the port."""
+        try:
+            sockets = psutil.Process(self.process.pid).net_connections(kind="tcp")
+        except psutil.Error:
+            return False
+        return any(s.status == psutil.CONN_LISTEN and s.laddr.port == self.port for s in sockets)
 
     async def ready(self, timeout: float = START_TIMEOUT) -> None:
         await asyncio.to_thread(self.wait_ready, timeout)

@@ -11,8 +11,10 @@ A message wakes only as many waiters as it can satisfy: ``count`` of those that
 want it, oldest first. A woken waiter that then takes nothing (another reader was
 quicker, or it reads by sender and the message is from someone else) or leaves
 without trying (cancelled, timed out) hands its wake-up on to the next waiter that
-was already waiting when the wake-up came, so a message is never left waiting for
-a reader that sleeps on; the hand-on ends once every such waiter has tried. When
+was already waiting when the queue's latest message was announced (not only its
+own: another woken waiter may have taken that one, leaving a later message behind),
+so a message is never left waiting for a reader that sleeps on; the hand-on ends
+once every such waiter has tried. When
 the LISTEN connection drops and comes back, every waiter re-checks.
 """
 
@@ -49,6 +51,7 @@ class Waiters:
 
     def __init__(self) -> None:
         self._by_queue: dict[int, dict[Waiter, None]] = {}
+        self._announced: dict[int, int] = {}  # queue -> order bound of its latest wake-up
         self._order = itertools.count()
         self._stopping = False
 
@@ -68,6 +71,7 @@ class Waiters:
             waiters.pop(waiter, None)
             if not waiters:
                 del self._by_queue[waiter.queue_id]
+                self._announced.pop(waiter.queue_id, None)
 
     def notify(
         self,
@@ -80,7 +84,10 @@ class Waiters:
         """Wake up to ``count`` (None: every) waiters of the queue that want a message
         for ``receiver``, oldest first, among those older than ``below``; returns how
         many. Waiters already woken will try anyway and are passed over."""
-        below = next(self._order) if below is None else below
+        if below is None:  # an announcement, not a hand-on
+            below = next(self._order)
+            if queue_id in self._by_queue:
+                self._announced[queue_id] = below
         woken = 0
         for waiter in self._by_queue.get(queue_id, {}):
             if count is not None and woken >= count:
@@ -92,9 +99,11 @@ class Waiters:
         return woken
 
     def hand_on(self, waiter: Waiter | None) -> None:
-        """``waiter`` was woken but took nothing: the wake-up goes to the next older one."""
+        """``waiter`` was woken but took nothing: the wake-up goes to the next one that
+        was waiting when the queue's latest message was announced."""
         if waiter is not None and waiter.woken.is_set():
-            self.notify(waiter.queue_id, None, 1, below=waiter.hand_on_below)
+            below = max(waiter.hand_on_below, self._announced.get(waiter.queue_id, 0))
+            self.notify(waiter.queue_id, None, 1, below=below)
 
     def notify_payload(self, payload: str) -> None:
         """Handle one ``courier_messages`` payload; malformed ones wake nobody."""

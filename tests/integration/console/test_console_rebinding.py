@@ -100,3 +100,23 @@ def test_a_public_address_without_a_viewer_token_is_refused(dsn: str, home: dict
         assert result.returncode == 2, result.stderr
         assert "not a loopback address" in result.stderr
         assert "viewer token" in result.stderr
+
+
+async def test_an_action_from_another_origin_is_refused_even_with_the_token(
+    dsn: str, admin_env: dict[str, str], start: StartProcess
+) -> None:
+    console = start(["--dsn", dsn], admin_env)
+    own = f"127.0.0.1:{console.port}"
+
+    def create(name: str, **headers: str) -> httpx.Response:
+        headers = {"Host": own, "X-Courier-Admin-Token": ADMIN, **headers}
+        payload = {"name": name}
+        return httpx.post(console.url + "/api/queues", json=payload, headers=headers, timeout=10)
+
+    # A page on another port of this machine: same site, so cookies would go along.
+    other_port = create("from-another-port", Origin=f"http://127.0.0.1:{free_port()}")
+    assert other_port.status_code == 403 and other_port.json()["error"] == "CrossOrigin"
+    assert create("opaque", Origin="null").status_code == 403
+    assert create("cross-site", **{"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert create("own-page", Origin=f"http://{own}").status_code == 201
+    assert create("a-tool").status_code == 201  # no Origin: curl with the token

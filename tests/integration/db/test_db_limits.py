@@ -157,3 +157,16 @@ async def test_a_lower_limit_on_a_dropping_queue_trims_it_at_once(
     assert len(await bodies(pool, queue)) == 5
     await limit(repo, queue, messages=2, overflow=DROP_OLDEST)
     assert await bodies(pool, queue) == [b"m3", b"m4"]
+
+
+async def test_a_batch_request_refused_for_another_reason_takes_no_room(
+    repo: repository.Repository, writer: models.ClientInfo, pool: asyncpg.Pool, queue: models.Queue
+) -> None:
+    await limit(repo, queue, messages=1)
+    batch = [
+        repository.SendRequest(writer.id, [queue.id], b"bad priority", priority=0),
+        repository.SendRequest(writer.id, [queue.id], b"fits"),
+    ]
+    outcome = await repo.send_many(batch)
+    assert [type(answer) for answer in outcome.answers] == [errors.InvalidPriority, list]
+    assert await bodies(pool, queue) == [b"fits"]

@@ -1,4 +1,5 @@
-"""The launcher hands a middleware its DSN through the environment, never its argv."""
+"""The launcher: a middleware gets its DSN through the environment, never its argv, and
+is ready only when it answers itself."""
 
 from __future__ import annotations
 
@@ -37,3 +38,19 @@ def test_the_dsn_goes_to_the_child_by_environment(
             client.register(f"launched-{inherit_settings}")  # the database answers
     finally:
         server.stop()
+
+
+def test_a_server_already_on_the_port_does_not_pass_for_the_new_one(
+    dsn: str, tmp_path: Path
+) -> None:
+    first = launcher.Middleware.start(tmp_path / "first", dsn=dsn)
+    try:
+        first.wait_ready()
+        second = launcher.Middleware.start(tmp_path / "second", port=first.port, dsn=dsn)
+        try:
+            with pytest.raises(launcher.LaunchFailed, match="exited"):
+                second.wait_ready(timeout=20)
+        finally:
+            second.stop()
+    finally:
+        first.stop()

@@ -144,3 +144,44 @@ async def test_a_waiter_cancelled_after_its_wake_up_hands_it_on() -> None:
     leaving.cancel()  # before it could try for the message it was woken for
     assert await asyncio.wait_for(staying, 1) == "m"
     await asyncio.gather(leaving, return_exceptions=True)
+
+
+class Mailbox:
+    """A stand-in for a queue of (sender, receiver, body) messages."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, int | None, str]] = []
+
+    async def pop(self, reader: int, sender: str | None = None) -> str:
+        for item in self.items:
+            if item[1] in (None, reader) and sender in (None, item[0]):
+                self.items.remove(item)
+                return item[2]
+        raise errors.QueueEmpty()
+
+
+async def test_a_wake_up_whose_message_another_took_reaches_a_later_waiter() -> None:
+    # z and y read reader 1's messages from sender S; w (reader 2) takes anything.
+    table, box, gate = waiters.Waiters(), Mailbox(), asyncio.Event()
+    gate.set()
+
+    async def slow_z() -> str:
+        await gate.wait()
+        return await box.pop(1, "S")
+
+    z = asyncio.create_task(table.wait_for(7, 1, slow_z, timeout=10))
+    y = asyncio.create_task(table.wait_for(7, 1, lambda: box.pop(1, "S"), timeout=10))
+    await asyncio.sleep(0.01)
+    gate.clear()  # z's next try hangs until the gate opens
+    box.items.append(("S", 1, "m-prime"))
+    table.notify_payload("7:1:1")  # wakes z, the oldest
+    await asyncio.sleep(0.01)
+    w = asyncio.create_task(table.wait_for(7, 2, lambda: box.pop(2), timeout=10))
+    await asyncio.sleep(0.01)
+    box.items.append(("T", None, "m"))
+    table.notify_payload("7::1")  # wakes y, the oldest not woken: it takes m-prime
+    assert await asyncio.wait_for(y, 1) == "m-prime"
+    gate.set()  # z finds m-prime gone and m not its sender's: it hands the wake-up on
+    assert await asyncio.wait_for(w, 1) == "m"
+    z.cancel()
+    await asyncio.gather(z, return_exceptions=True)

@@ -21,8 +21,8 @@ $$;
 
 -- Creates a queue for p_creator (NULL: the console's admin, who has no quota). A
 -- client that already created p_max_queues queues gets QUOTA_EXCEEDED (18). The
--- creator's row is locked first, so two concurrent creates of one client cannot both
--- pass the count.
+-- creator's row is locked first (NO KEY UPDATE: its sends' key-share locks do not
+-- wait), so two concurrent creates of one client cannot both pass the count.
 CREATE FUNCTION courier_create_queue_v2(
     p_name text, p_creator bigint, p_max_queues integer,
     OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)
@@ -34,7 +34,7 @@ DECLARE
 BEGIN
     PERFORM courier_check_name_v1(p_name, 'queue');
     IF p_creator IS NOT NULL AND p_max_queues IS NOT NULL THEN
-        PERFORM 1 FROM courier_clients c WHERE c.id = p_creator FOR UPDATE;
+        PERFORM 1 FROM courier_clients c WHERE c.id = p_creator FOR NO KEY UPDATE;
         SELECT count(*) INTO v_created FROM (
             SELECT 1 FROM courier_queues q WHERE q.created_by = p_creator LIMIT p_max_queues
         ) s;

@@ -295,21 +295,7 @@ BEGIN
                ) AS missing_queue
         FROM copies c
         GROUP BY c.request
-    ), room AS (
-        -- The refusing queues with a limit, and what they can still take.
-        SELECT l.queue_id, l.messages_left, l.bytes_left
-        FROM courier_room_v1(v_limited) l
-    ), beyond AS (
-        -- Requests with a copy past its queue's room, copies counted in batch order.
-        SELECT DISTINCT u.request FROM (
-            SELECT c.request, m.messages_left, m.bytes_left,
-                   count(*) OVER w AS messages, sum(octet_length(r.body)) OVER w AS bytes
-            FROM copies c JOIN room m ON m.queue_id = c.queue_id
-            JOIN requests r ON r.n = c.request
-            WINDOW w AS (PARTITION BY c.queue_id ORDER BY c.ord)
-        ) u
-        WHERE u.messages > u.messages_left OR u.bytes > u.bytes_left
-    ), checked AS (
+    ), valid_otherwise AS (
         SELECT r.*, p.missing_queue, CASE
             WHEN r.body IS NULL OR p_max_body_bytes IS NULL THEN 1
             WHEN octet_length(r.body) > p_max_body_bytes THEN 2
@@ -320,13 +306,32 @@ BEGIN
             WHEN s.mode IS NULL THEN 7
             WHEN s.mode <> 'read_write' THEN 8
             WHEN p.missing_queue IS NOT NULL THEN 9
-            WHEN r.n IN (SELECT b.request FROM beyond b) THEN 10
             ELSE 0 END AS failure
         FROM requests r
         LEFT JOIN per_request p ON p.request = r.n
         LEFT JOIN LATERAL (
             SELECT c.mode FROM courier_clients c WHERE c.id = r.sender
         ) s ON true
+    ), room AS (
+        -- The refusing queues with a limit, and what they can still take.
+        SELECT l.queue_id, l.messages_left, l.bytes_left
+        FROM courier_room_v1(v_limited) l
+    ), beyond AS (
+        -- Requests with a copy past its queue's room, the copies of the requests that
+        -- pass every other check counted in batch order.
+        SELECT DISTINCT u.request FROM (
+            SELECT c.request, m.messages_left, m.bytes_left,
+                   count(*) OVER w AS messages, sum(octet_length(k.body)) OVER w AS bytes
+            FROM copies c JOIN room m ON m.queue_id = c.queue_id
+            JOIN valid_otherwise k ON k.n = c.request AND k.failure = 0
+            WINDOW w AS (PARTITION BY c.queue_id ORDER BY c.ord)
+        ) u
+        WHERE u.messages > u.messages_left OR u.bytes > u.bytes_left
+    ), checked AS (
+        SELECT k.n, k.sender, k.body, k.receiver, k.priority, k.context, k.missing_queue,
+               CASE WHEN k.failure = 0 AND k.n IN (SELECT b.request FROM beyond b) THEN 10
+                    ELSE k.failure END AS failure
+        FROM valid_otherwise k
     ), answered AS (
         SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1, 18])[k.failure], 0)::smallint
                     AS status,
