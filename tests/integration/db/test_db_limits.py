@@ -170,3 +170,15 @@ async def test_a_batch_request_refused_for_another_reason_takes_no_room(
     outcome = await repo.send_many(batch)
     assert [type(answer) for answer in outcome.answers] == [errors.InvalidPriority, list]
     assert await bodies(pool, queue) == [b"fits"]
+
+
+async def test_a_body_no_queue_could_keep_is_refused_even_by_a_dropping_queue(
+    repo: repository.Repository, writer: models.ClientInfo, pool: asyncpg.Pool, queue: models.Queue
+) -> None:
+    await limit(repo, queue, size=5, overflow=DROP_OLDEST)
+    await repo.send(writer.id, [queue.id], b"kept")
+    with pytest.raises(errors.QuotaExceeded, match="can never fit"):
+        await repo.send(writer.id, [queue.id], b"too big")
+    outcome = await repo.send_many([repository.SendRequest(writer.id, [queue.id], b"too big")])
+    assert isinstance(outcome.answers[0], errors.QuotaExceeded)
+    assert await bodies(pool, queue) == [b"kept"]  # nothing dropped for it

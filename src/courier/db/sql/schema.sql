@@ -1348,6 +1348,12 @@ BEGIN
             WINDOW w AS (PARTITION BY c.queue_id ORDER BY c.ord)
         ) u
         WHERE u.messages > u.messages_left OR u.bytes > u.bytes_left
+        UNION
+        -- A body larger than a queue's byte limit, which no queue could keep.
+        SELECT c.request FROM copies c
+        JOIN courier_queues q ON q.id = c.queue_id AND q.id = ANY (v_limited)
+        JOIN valid_otherwise k ON k.n = c.request AND k.failure = 0
+        WHERE octet_length(k.body) > q.max_bytes
     ), checked AS (
         SELECT k.n, k.sender, k.body, k.receiver, k.priority, k.context, k.missing_queue,
                CASE WHEN k.failure = 0 AND k.n IN (SELECT b.request FROM beyond b) THEN 10
@@ -1915,13 +1921,20 @@ LANGUAGE sql STABLE AS $$
 $$;
 
 -- A send of a p_size-byte body to p_queue_ids (limited queues, locked): QUOTA_EXCEEDED
--- (18) when one of them refuses messages beyond its limit and has no room left.
+-- (18) when the body is larger than one's byte limit, or one refuses messages beyond
+-- its limit and has no room left.
 CREATE FUNCTION courier_check_room_v1(p_queue_ids bigint[], p_size integer)
 RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     v_full bigint;
 BEGIN
+    SELECT q.id INTO v_full FROM courier_queues q
+    WHERE q.id = ANY (p_queue_ids) AND q.max_bytes < p_size ORDER BY q.id LIMIT 1;
+    IF FOUND THEN  -- even a queue that drops its oldest could not keep it
+        PERFORM courier_fail_v1(18,
+            format('a body of %s bytes can never fit queue %s', p_size, v_full));
+    END IF;
     SELECT r.queue_id INTO v_full FROM courier_room_v1(p_queue_ids) r
     WHERE r.messages_left < 1 OR r.bytes_left < p_size
     ORDER BY r.queue_id LIMIT 1;
