@@ -32,6 +32,17 @@ async def two_servers(
     return reader, writer, reader_info, queue
 
 
+async def woken_by_a_send(
+    writer: WireClient, queue_id: int, body: bytes, waiting: asyncio.Future[frames.Reply]
+) -> float:
+    """Send ``body``: the waiting receive must get it. Returns the seconds that took."""
+    started = time.monotonic()
+    await writer.ok(frames.Send((queue_id,), body, None, 5, None))
+    reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
+    assert isinstance(reply, frames.MessageReply) and reply.message.body == body
+    return time.monotonic() - started
+
+
 async def test_receive_on_one_server_is_woken_by_a_send_through_another(
     start_server: StartServer, connect: Connect
 ) -> None:
@@ -39,11 +50,7 @@ async def test_receive_on_one_server_is_woken_by_a_send_through_another(
     waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
     await asyncio.sleep(0.3)  # let the receive reach its wait
     assert not waiting.done()
-    started = time.monotonic()
-    await writer.ok(frames.Send((queue.id,), b"wake up", None, 5, None))
-    reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-    assert time.monotonic() - started < LONG_MS / 1000 / 4
-    assert isinstance(reply, frames.MessageReply) and reply.message.text == "wake up"
+    assert await woken_by_a_send(writer, queue.id, b"wake up", waiting) < LONG_MS / 1000 / 4
     # The message was popped, not peeked.
     assert await reader.error(frames.Read(queue.id, None, TIME, pop=False)) == Status.QUEUE_EMPTY
 
@@ -110,11 +117,8 @@ async def test_a_message_one_waiter_cannot_take_reaches_the_next(
     await asyncio.sleep(0.3)
     anyone = second.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
     await asyncio.sleep(0.3)
-    started = time.monotonic()
-    await writer.ok(frames.Send((queue.id,), b"for anyone", None, 5, None))
-    reply = await asyncio.wait_for(anyone, LONG_MS / 1000)
-    assert isinstance(reply, frames.MessageReply) and reply.message.text == "for anyone"
-    assert time.monotonic() - started < 2  # woken, not left to its timeout
+    # Woken, not left to its timeout:
+    assert await woken_by_a_send(writer, queue.id, b"for anyone", anyone) < 2
     assert not choosy.done()
 
 
@@ -170,11 +174,7 @@ async def test_waiters_recover_when_the_listen_connection_drops(
     # And new waits are woken by notifications again.
     waiting = reader.submit(frames.Receive(queue.id, None, TIME, timeout_ms=LONG_MS))
     await asyncio.sleep(0.5)
-    started = time.monotonic()
-    await writer.ok(frames.Send((queue.id,), b"second", None, 5, None))
-    reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-    assert isinstance(reply, frames.MessageReply) and reply.message.text == "second"
-    assert time.monotonic() - started < LONG_MS / 1000 / 4
+    assert await woken_by_a_send(writer, queue.id, b"second", waiting) < LONG_MS / 1000 / 4
 
 
 async def test_waiters_recover_when_the_listen_connection_goes_silent(
@@ -194,12 +194,9 @@ async def test_waiters_recover_when_the_listen_connection_goes_silent(
         )
         os.kill(pid, signal.SIGSTOP)
         try:
-            started = time.monotonic()
-            await writer.ok(frames.Send((queue.id,), b"while the link is silent", None, 5, None))
-            reply = await asyncio.wait_for(waiting, LONG_MS / 1000)
-            assert isinstance(reply, frames.MessageReply)
-            assert reply.message.text == "while the link is silent"
-            assert time.monotonic() - started < 5  # long before the receive's own timeout
+            body = b"while the link is silent"
+            # Long before the receive's own timeout:
+            assert await woken_by_a_send(writer, queue.id, body, waiting) < 5
         finally:
             os.kill(pid, signal.SIGCONT)
     finally:
