@@ -38,7 +38,7 @@ from typing import Any, NoReturn, TypeVar
 import click
 
 from courier import config, errors, localstate, models
-from courier.cli.options import shared_option
+from courier.cli.options import data_dir_flag, shared_option
 from courier.client import sync_client
 
 EXIT_CODES: dict[type[errors.CourierError], int] = {
@@ -156,9 +156,8 @@ def client_options(command: F) -> F:
             expose_value=False, callback=_store("servers"),
             help="Middleware servers (default: those of `courier up`, else 127.0.0.1:7400).",
         ),
-        shared_option(
-            "--data-dir", shared_envvar="COURIER_DATA_DIR", expose_value=False,
-            type=click.Path(file_okay=False, path_type=Path), callback=_store("data_dir"),
+        data_dir_flag(
+            expose_value=False, callback=_store("data_dir"),
             help="Where to look for the servers of `courier up` (default: ~/.local/share/courier).",
         ),
         click.option(

@@ -40,15 +40,17 @@ def shared_option(*decls: str, shared_envvar: str, **attrs: Any) -> Callable[[F]
     return click.option(*decls, cls=SharedOption, shared_envvar=shared_envvar, **attrs)
 
 
-def data_dir_option(command: F) -> F:
-    """--data-dir (COURIER_DATA_DIR): where this machine's Courier lives."""
-    return shared_option(
-        "--data-dir",
-        "data_dir",
-        shared_envvar="COURIER_DATA_DIR",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        callback=lambda ctx, param, value: localstate.data_dir(value),
-        help="Courier's local data dir: the embedded database, `courier up`'s state and"
+def data_dir_flag(**attrs: Any) -> Callable[[F], F]:
+    """--data-dir (COURIER_DATA_DIR): where this machine's Courier lives, resolved to
+    a path; ``attrs`` override click.option's settings."""
+    settings: dict[str, Any] = {
+        "type": click.Path(file_okay=False, path_type=Path),
+        "default": None,
+        "callback": lambda ctx, param, value: localstate.data_dir(value),
+        "help": "Courier's local data dir: the embedded database, `courier up`'s state and"
         " logs (default: ~/.local/share/courier).",
-    )(command)
+    }
+    return shared_option("--data-dir", shared_envvar="COURIER_DATA_DIR", **(settings | attrs))
+
+
+data_dir_option = data_dir_flag()

@@ -176,14 +176,22 @@ class Middleware:
 
     def stop(self, grace: float = STOP_GRACE) -> int:
         """SIGTERM, then SIGKILL after ``grace`` seconds; returns the exit code."""
+        self.terminate()
+        return self.wait_stopped(grace)
+
+    def terminate(self) -> None:
+        """Ask it to stop (SIGTERM): it finishes its requests and unregisters."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(grace)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    self.process.wait(5)
+
+    def wait_stopped(self, grace: float) -> int:
+        """Wait for it to exit, SIGKILL after ``grace`` seconds; the exit code."""
+        try:
+            self.process.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
         return self.process.returncode
 
     async def stopped(self, grace: float = STOP_GRACE) -> int:
@@ -193,8 +201,7 @@ class Middleware:
 def stop_all(servers: list[Middleware], grace: float = STOP_GRACE) -> None:
     """SIGTERM every one at once, then wait for each (SIGKILL past the grace)."""
     for server in servers:
-        if server.process.poll() is None:
-            server.process.send_signal(signal.SIGTERM)
+        server.terminate()
     deadline = time.monotonic() + grace
     for server in servers:
-        server.stop(max(0.1, deadline - time.monotonic()))
+        server.wait_stopped(max(0.1, deadline - time.monotonic()))

@@ -38,8 +38,6 @@ class Waiter:
     reader_id: int
     order: int  # when it began to wait: lower is older
     woken: asyncio.Event = field(default_factory=asyncio.Event)
-    hand_on_below: int = 0
-    """Set when woken: a hand-on of that wake-up goes only to waiters older than this."""
 
     def wants(self, receiver: int | None) -> bool:
         """A message addressed to someone else cannot satisfy this waiter."""
@@ -51,7 +49,10 @@ class Waiters:
 
     def __init__(self) -> None:
         self._by_queue: dict[int, dict[Waiter, None]] = {}
-        self._announced: dict[int, int] = {}  # queue -> order bound of its latest wake-up
+        # queue -> the order bound of its latest announcement; kept while it has
+        # waiters, and only waiters older than it may take a handed-on wake-up (one
+        # that began to wait since has tried already)
+        self._announced: dict[int, int] = {}
         self._order = itertools.count()
         self._stopping = False
 
@@ -93,7 +94,6 @@ class Waiters:
             if count is not None and woken >= count:
                 break
             if waiter.order < below and not waiter.woken.is_set() and waiter.wants(receiver):
-                waiter.hand_on_below = below
                 waiter.woken.set()
                 woken += 1
         return woken
@@ -102,7 +102,7 @@ class Waiters:
         """``waiter`` was woken but took nothing: the wake-up goes to the next one that
         was waiting when the queue's latest message was announced."""
         if waiter is not None and waiter.woken.is_set():
-            below = max(waiter.hand_on_below, self._announced.get(waiter.queue_id, 0))
+            below = self._announced.get(waiter.queue_id, 0)
             self.notify(waiter.queue_id, None, 1, below=below)
 
     def notify_payload(self, payload: str) -> None:

@@ -18,6 +18,7 @@ import pytest
 
 import courier
 from courier.db import embedded
+from helpers.consoles import ConsoleProcess
 from helpers.servers import COURIER, environment_without_settings, free_port
 
 
@@ -60,25 +61,14 @@ def courier_command(*args: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
-def console_queues(port: int, env: dict[str, str], log: Path) -> str:
+def console_queues(env: dict[str, str], log: Path) -> str:
     """Start `courier console` in the environment, return what /api/queues lists."""
-    with log.open("wb") as output:
-        console = subprocess.Popen(
-            [str(COURIER), "console", "--port", str(port)],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env,
-        )  # fmt: skip
+    console = ConsoleProcess([], env, log)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert console.poll() is None, log.read_text()
-            try:
-                return httpx.get(f"http://127.0.0.1:{port}/api/queues", timeout=2).text
-            except httpx.TransportError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.1)
+        console.wait_ready()
+        return httpx.get(console.url + "/api/queues", timeout=10).text
     finally:
-        console.terminate()
-        console.wait(15)
+        console.stop()
 
 
 def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
@@ -126,7 +116,7 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         courier_command("register", "alice", env=env)
         courier_command("queue", "create", "found-by-data-dir", "--as", "alice", env=env)
         courier_command("send", "found-by-data-dir", "hello", "--as", "alice", env=env)
-        listed = console_queues(free_port(), env, tmp_path / "console.log")
+        listed = console_queues(env, tmp_path / "console.log")
         assert "found-by-data-dir" in listed
 
         process.send_signal(signal.SIGINT)
