@@ -19,10 +19,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from courier import errors
-from courier.models import ClientInfo, ClientMode, Message, Order, Queue
+from courier.models import ClientInfo, ClientMode, Message, Order, Queue, Settled
 
 if TYPE_CHECKING:
-    from courier.client import AsyncClient, CallRecord, Client
+    from courier.client import AsyncClient, CallRecord, Client, Outgoing
 
     __version__: str
 
@@ -34,12 +34,14 @@ __all__ = [
     "ClientMode",
     "Message",
     "Order",
+    "Outgoing",
     "Queue",
+    "Settled",
     "__version__",
     "errors",
 ]
 
-_LAZY = {"AsyncClient", "CallRecord", "Client"}
+_LAZY = {"AsyncClient", "CallRecord", "Client", "Outgoing"}
 
 
 def __getattr__(name: str) -> Any:

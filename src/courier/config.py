@@ -39,9 +39,13 @@ class Limits:
     max_queues_per_client: int = 1000
     """Queues one client may create; more is QUOTA_EXCEEDED until it deletes one."""
     max_wait: float = 3600.0
-    """Seconds a RECEIVE or AWAIT_RESPONSE may ask to wait."""
+    """Seconds a RECEIVE, RECEIVE_MANY or AWAIT_RESPONSE may ask to wait."""
     max_waits_per_connection: int = 64
-    """RECEIVE and AWAIT_RESPONSE requests one connection may have waiting at once."""
+    """RECEIVE, RECEIVE_MANY and AWAIT_RESPONSE requests one connection may have
+    waiting at once."""
+    max_batch_bytes: int = 1024 * 1024
+    """Bytes of message bodies one SEND_MANY may carry, and one RECEIVE_MANY answer
+    (at least one message always goes, however large)."""
 
 
 @dataclass(frozen=True, slots=True)

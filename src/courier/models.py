@@ -87,6 +87,40 @@ class Message:
 
 
 @dataclass(frozen=True, slots=True)
+class Draft:
+    """One message of a batch send as the server takes it: what may differ from one
+    message to the next (the queues are the batch's)."""
+
+    body: bytes
+    receiver: int | None = None
+    priority: int = DEFAULT_PRIORITY
+    context: int | None = None
+    delay_ms: int = 0
+    ttl_ms: int | None = None
+    dedup_id: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        """No delay, expiry or dedup id: the set-based path stores it."""
+        return not self.delay_ms and self.ttl_ms is None and self.dedup_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """What became of one delivery of an ack_many or nack_many: ``status`` 0 (OK) when
+    it was settled, else the wire status of why not (17, LEASE_EXPIRED: the lease ran
+    out, or it was settled already) with ``message`` saying so."""
+
+    delivery: int
+    status: int = 0
+    message: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 0
+
+
+@dataclass(frozen=True, slots=True)
 class ClientInfo:
     id: int
     name: str

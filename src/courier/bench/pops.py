@@ -7,7 +7,7 @@ of poppers P: ``messages`` messages for anyone are bulk-loaded into the queue
 round-robin over the popper processes, start together and each pops in a loop
 until the queue is empty. A pop is ``Repository.read(reader, queue_id=...,
 pop=True)``: one call of ``courier_read_v2``, one commit. With ``batch`` B > 0 a
-call is ``Repository.pop_many(queue, Order.TIME, [reader] * B)`` instead: B pops
+call is ``Repository.pop_each(queue, Order.TIME, [reader] * B)`` instead: B pops
 in one call of ``courier_exchange_v2`` and one commit.
 
 Each process reports the latency of every call that popped something, the id of
@@ -53,7 +53,7 @@ class PoppersPlan:
     dsn: str
     queue_id: int
     readers: tuple[int, ...]  # one connection each, popping as this client
-    batch: int  # 0: one pop per call (read); else pops per call (pop_many)
+    batch: int  # 0: one pop per call (read); else pops per call (pop_each)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +127,7 @@ async def _one(repo: repository.Repository, plan: PoppersPlan, reader: int) -> l
 
 
 async def _many(repo: repository.Repository, plan: PoppersPlan, reader: int) -> list[int]:
-    outcome = await repo.pop_many(plan.queue_id, models.Order.TIME, [reader] * plan.batch)
+    outcome = await repo.pop_each(plan.queue_id, models.Order.TIME, [reader] * plan.batch)
     for answer in outcome.answers:
         if isinstance(answer, errors.CourierError) and not isinstance(answer, errors.QueueEmpty):
             raise answer

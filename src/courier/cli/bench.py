@@ -318,7 +318,7 @@ def flat(
     show_default=True,
     help="Levels: concurrent database connections popping.",
 )
-@click.option("--batched", is_flag=True, help="Pop --batch messages per call (pop_many).")
+@click.option("--batched", is_flag=True, help="Pop --batch messages per call (pop_each).")
 @click.option(
     "--batch", default=defaults.POPS_BATCH, show_default=True, help="Pops per call with --batched."
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from courier.client.async_client import AsyncClient, ClientOptions, Servers
+from courier.client.batches import Outgoing
 from courier.client.measurement_hook import CallRecord, Recorder
 from courier.client.queue_refs import QueueRef
 from courier.client.sync_client import Client
@@ -12,6 +13,7 @@ __all__ = [
     "CallRecord",
     "Client",
     "ClientOptions",
+    "Outgoing",
     "QueueRef",
     "Recorder",
     "Servers",

@@ -14,13 +14,13 @@ client restarts, so a late reply to an earlier run is never taken for a new one.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from courier import config, errors, models, protocol
-from courier.client import arguments, clock, measurement_hook, queue_refs, session
+from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session
 
 Servers = arguments.Servers
 
@@ -335,6 +335,121 @@ class AsyncClient:
         await self._session.call(
             protocol.Extend(arguments.delivery(delivery), lease_ms), protocol.Done
         )
+
+    # -- batches ---------------------------------------------------------------------
+
+    async def send_many(
+        self,
+        queues: queue_refs.QueueRef | Sequence[queue_refs.QueueRef],
+        messages: Iterable[bytes | str | batches.Outgoing],
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        delay: float | None = None,
+        not_before: datetime | None = None,
+        ttl: float | None = None,
+    ) -> list[list[int]]:
+        """Store many messages in each queue in one request, all or none, in order;
+        per message its ids (one per queue, in the order the queues are given).
+
+        A message is a body (bytes, or text sent as UTF-8), which takes this call's
+        receiver, priority, context, delay and ttl, or an ``Outgoing`` with fields of
+        its own (and a dedup id). One bad message fails the whole batch, naming its
+        number, and nothing is stored. At most 1000 messages, and the server's batch
+        byte limit (1 MiB of bodies by default), per call.
+        """
+        refs = queue_refs.as_list(queues)
+        arguments.check_priority(priority)
+        defaults = batches.Defaults(receiver, priority, context, delay, not_before, ttl)
+        drafts = batches.drafts(messages, defaults)
+
+        async def send_many(ids: tuple[int, ...]) -> list[list[int]]:
+            reply = await self._session.call(protocol.SendMany(ids, drafts), protocol.BatchIdsReply)
+            return [list(row) for row in reply.ids]
+
+        return await self._queues.apply(refs, send_many)
+
+    async def receive_many(
+        self,
+        queue: queue_refs.QueueRef,
+        *,
+        max_messages: int,
+        timeout: float = 0.0,
+        sender: int | None = None,
+        order: models.Order | str = models.Order.TIME,
+        lease: float | None = None,
+        min_messages: int = 1,
+        max_wait: float = 0.0,
+    ) -> list[models.Message]:
+        """Pop up to ``max_messages`` visible to me, in read order, waiting up to
+        ``timeout`` seconds for the first; an empty list if none came.
+
+        It answers as soon as there is one, unless ``min_messages`` asks for more:
+        then it goes on taking until it holds that many or ``max_wait`` seconds have
+        passed since the first. ``lease`` as for ``pop``. The answer stops short of
+        ``max_messages`` when the bodies would pass the server's batch byte limit;
+        the rest stay in the queue.
+        """
+        count = batches.counted(max_messages, "max_messages")
+        least = batches.counted(min_messages, "min_messages")
+        if least > count:
+            raise errors.BadRequest(f"min_messages {least} is more than max_messages {count}")
+        request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
+        window_ms = arguments.milliseconds(max_wait)
+        lease_ms = arguments.positive_ms(lease, "lease") or 0
+
+        async def receive_many(ids: tuple[int, ...]) -> list[models.Message]:
+            request = protocol.ReceiveMany(
+                queue_id=ids[0], sender_id=sender, order=request_order, max_messages=count,
+                timeout_ms=timeout_ms, lease_ms=lease_ms, min_messages=least,
+                max_wait_ms=window_ms,
+            )  # fmt: skip
+            try:
+                reply = await self._session.call(
+                    request, protocol.MessagesReply, wait=timeout + max_wait
+                )
+            except errors.NoMessage:  # the wait was cancelled
+                return []
+            return list(reply.messages)
+
+        return await self._queues.apply([queue], receive_many)
+
+    async def pop_many(
+        self,
+        queue: queue_refs.QueueRef,
+        max_messages: int,
+        *,
+        sender: int | None = None,
+        order: models.Order | str = models.Order.TIME,
+        lease: float | None = None,
+    ) -> list[models.Message]:
+        """Take up to ``max_messages`` visible to me now, in read order; an empty list
+        when there are none. ``lease`` as for ``pop``."""
+        return await self.receive_many(
+            queue, max_messages=max_messages, sender=sender, order=order, lease=lease
+        )
+
+    async def ack_many(self, deliveries: Iterable[models.Message | int]) -> list[models.Settled]:
+        """Acknowledge many leased messages in one request; per delivery, in order,
+        whether it was settled (``ok``) or why not (LEASE_EXPIRED: its lease ran out,
+        or it was settled already). One expired lease fails no other."""
+        request = protocol.AckMany(batches.deliveries(deliveries))
+        return list((await self._session.call(request, protocol.SettledReply)).settled)
+
+    async def nack_many(
+        self,
+        deliveries: Iterable[models.Message | int],
+        *,
+        delay: float = 0.0,
+        reason: str | None = None,
+    ) -> list[models.Settled]:
+        """Give many leased messages back in one request, as ``nack``; per delivery,
+        in order, whether it was settled, as for ``ack_many``."""
+        request = protocol.NackMany(
+            batches.deliveries(deliveries), arguments.delay_ms(delay, None), reason or None
+        )
+        return list((await self._session.call(request, protocol.SettledReply)).settled)
 
     async def configure_queue(
         self,

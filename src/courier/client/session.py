@@ -40,7 +40,7 @@ HEARTBEAT_INTERVAL = 10.0
 """Seconds of sending nothing after which a connection sends a PING, well within the
 server's idle timeout (60 s by default), after which it would take us for dead."""
 
-WAITING_REQUESTS = (protocol.Receive, protocol.AwaitResponse)
+WAITING_REQUESTS = (protocol.Receive, protocol.ReceiveMany, protocol.AwaitResponse)
 """Requests the server holds until a message comes; CANCEL ends them early."""
 
 # The operation name a call's record carries, by request type: one dict lookup a call.

@@ -146,6 +146,11 @@ class Client:
     nack = blocking(async_client.AsyncClient.nack)
     extend = blocking(async_client.AsyncClient.extend)
     configure_queue = blocking(async_client.AsyncClient.configure_queue)
+    send_many = blocking(async_client.AsyncClient.send_many)
+    receive_many = blocking(async_client.AsyncClient.receive_many)
+    pop_many = blocking(async_client.AsyncClient.pop_many)
+    ack_many = blocking(async_client.AsyncClient.ack_many)
+    nack_many = blocking(async_client.AsyncClient.nack_many)
 
 
 async def _build(

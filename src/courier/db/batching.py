@@ -211,6 +211,44 @@ class BatchedRepository(repository.Repository):
     async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:
         await self._batcher.submit(repository.AckRequest(holder_id, delivery_id), timing)
 
+    async def send_many(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        drafts: Sequence[models.Draft],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]:
+        self._check_drafts(drafts)
+        request = repository.SendManyRequest(sender_id, queue_ids, drafts)
+        ids: list[list[int]] = await self._batcher.submit(request, timing)
+        return ids
+
+    async def pop_many(
+        self,
+        reader_id: int,
+        queue_id: int,
+        count: int,
+        *,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        lease: repository.Lease | None = None,
+        timing: Timing | None = None,
+    ) -> list[models.Message]:
+        request = repository.PopManyRequest(
+            reader_id, queue_id, count, sender_id, order,
+            lease.ms if lease else 0, lease.instance_id if lease else None,
+        )  # fmt: skip
+        messages: list[models.Message] = await self._batcher.submit(request, timing)
+        return messages
+
+    async def ack_many(
+        self, holder_id: int, delivery_ids: Sequence[int], *, timing: Timing | None = None
+    ) -> list[models.Settled]:
+        request = repository.AckManyRequest(holder_id, tuple(delivery_ids))
+        settled: list[models.Settled] = await self._batcher.submit(request, timing)
+        return settled
+
     async def _run_batch(
         self, operations: list[repository.Operation]
     ) -> repository.BatchOutcome[Any]:
@@ -235,6 +273,20 @@ class BatchedRepository(repository.Repository):
             elif isinstance(operation, repository.AckRequest):
                 await super().ack(operation.holder_id, operation.delivery_id, timing=timing)
                 answer = None
+            elif isinstance(operation, repository.SendManyRequest):
+                answer = await super().send_many(
+                    operation.sender_id, operation.queue_ids, operation.drafts, timing=timing
+                )
+            elif isinstance(operation, repository.PopManyRequest):
+                answer = await super().pop_many(
+                    operation.reader_id, operation.queue_id, operation.count,
+                    sender_id=operation.sender_id, order=operation.order,
+                    lease=_lease(operation), timing=timing,
+                )  # fmt: skip
+            elif isinstance(operation, repository.AckManyRequest):
+                answer = await super().ack_many(
+                    operation.holder_id, operation.delivery_ids, timing=timing
+                )
             else:
                 answer = await super().read(
                     operation.reader_id, queue_id=operation.queue_id,
@@ -248,7 +300,7 @@ class BatchedRepository(repository.Repository):
         return repository.BatchOutcome([answer], timing.exec_ns)
 
 
-def _lease(read: repository.ReadRequest) -> repository.Lease | None:
+def _lease(read: repository.ReadRequest | repository.PopManyRequest) -> repository.Lease | None:
     if not read.lease_ms or read.instance_id is None:
         return None
     return repository.Lease(read.lease_ms, read.instance_id)

@@ -188,6 +188,51 @@ class MockBackend:
     ) -> str:
         return "visible"
 
+    async def send_many(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        drafts: Sequence[models.Draft],
+        *,
+        timing: repository.Timing | None = None,
+    ) -> list[list[int]]:
+        ids = list(range(FIXED_MESSAGE_ID, FIXED_MESSAGE_ID + len(queue_ids)))
+        return [ids for _ in drafts]
+
+    async def pop_many(
+        self,
+        reader_id: int,
+        queue_id: int,
+        count: int,
+        *,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        lease: repository.Lease | None = None,
+        timing: repository.Timing | None = None,
+    ) -> list[models.Message]:
+        message = await self.read(reader_id, queue_id=queue_id, sender_id=sender_id, lease=lease)
+        return [message] * count
+
+    async def ack_many(
+        self,
+        holder_id: int,
+        delivery_ids: Sequence[int],
+        *,
+        timing: repository.Timing | None = None,
+    ) -> list[models.Settled]:
+        return [models.Settled(delivery) for delivery in delivery_ids]
+
+    async def nack_many(
+        self,
+        holder_id: int,
+        delivery_ids: Sequence[int],
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: repository.Timing | None = None,
+    ) -> list[models.Settled]:
+        return [models.Settled(delivery) for delivery in delivery_ids]
+
     async def extend(
         self,
         holder_id: int,

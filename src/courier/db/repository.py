@@ -271,11 +271,12 @@ class Repository:
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
         """Carry out many acks, sends and reads in one call and one commit: the acks
         go first, then the plain sends are stored together, then the sends with
-        options one by one, then the pops by queue are taken together, queue by queue
-        in the order of their first pop, then the other reads (leased pops among
-        them) run one by one. Each operation gets its own answer (ids for a send, a
-        message for a read) or its own error: a bad send stores nothing and a bad
-        read (a missing queue) is undone, and neither fails another."""
+        options one by one, then the batch sends, then the pops by queue are taken
+        together, queue by queue in the order of their first pop, then the other reads
+        (leased pops among them) run one by one, then the batch reads. Each operation
+        gets its own answer (ids for a send, a message for a read, a list for a batch)
+        or its own error: a bad send stores nothing and a bad read (a missing queue)
+        is undone, and neither fails another."""
         numbered = list(enumerate(operations, 1))
         sends = [(n, op) for n, op in numbered if isinstance(op, SendRequest) and op.options.plain]
         option_sends = sorted(
@@ -283,7 +284,7 @@ class Repository:
             key=_dedup_lock_order,
         )
         reads = [(n, op) for n, op in numbered if isinstance(op, ReadRequest)]
-        acks = [(n, op) for n, op in numbered if isinstance(op, AckRequest)]
+        acks = _AckNumbers(numbered)
         groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
         for n, op in numbered:
             if isinstance(op, PopRequest):
@@ -312,41 +313,119 @@ class Repository:
             [read.pop for _, read in reads],
             [read.lease_ms for _, read in reads],
             [read.instance_id for _, read in reads],
-            [n for n, _ in acks],
-            [ack.holder_id for _, ack in acks],
-            [ack.delivery_id for _, ack in acks],
+            acks.numbers,
+            acks.holders,
+            acks.deliveries,
         ]  # fmt: skip
+        send_groups = [_send_group(n, op) for n, op in numbered if isinstance(op, SendManyRequest)]
+        pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
         function = "courier_exchange_v2"
-        if option_sends:  # the plain path keeps the leaner function
+        if option_sends or send_groups or pop_groups:  # the plain path keeps the leaner one
             function = "courier_exchange_v3"
             arguments += [[_option_send(n, send) for n, send in option_sends],
                           self._dedup_window_ms]  # fmt: skip
+        if send_groups or pop_groups:
+            function = "courier_exchange_v4"
+            arguments += [send_groups, pop_groups]
         placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
         rows = await self._call_many(f"{function}({placeholders})", *arguments)
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
         # unanswered, or answered with a broken row, fails alone.
-        answers: list[Any] = [
-            errors.InternalError("the database left this request of the batch unanswered")
-        ] * len(operations)
+        answers = _Answers(operations)
         for row in rows:
-            n = row["request"] - 1
-            try:
-                answers[n] = _answer(operations[n], row)
-            except errors.CourierError as exc:
-                answers[n] = exc
-        return BatchOutcome(answers, max((row["exec_ns"] for row in rows), default=0))
+            slot = acks.slots.get(row["request"])
+            if slot is not None:
+                answers.settle(*slot, row)
+            else:
+                answers.take(row["request"] - 1, row)
+        return BatchOutcome(answers.finished(), max((row["exec_ns"] for row in rows), default=0))
 
-    async def send_many(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
-        """Store a batch of sends in one call and one commit (see ``exchange``)."""
+    async def send_each(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
+        """Store independent sends in one call and one commit (see ``exchange``)."""
         return await self.exchange(sends)
 
-    async def pop_many(
+    async def pop_each(
         self, queue_id: int, order: models.Order, reader_ids: Sequence[int]
     ) -> BatchOutcome[models.Message]:
         """One pop per reader from one queue, in one call and one commit; each gets a
         message, QueueEmpty, or the queue's error."""
         return await self.exchange([PopRequest(reader, queue_id, order) for reader in reader_ids])
+
+    # -- batches of one client ---------------------------------------------------
+    async def send_many(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        drafts: Sequence[models.Draft],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]:
+        """Store every draft in each queue, all or none, in order; per draft its ids
+        (in queue_ids order). The first bad draft fails the batch with its error,
+        which names the draft's number; nothing is stored then."""
+        self._check_drafts(drafts)
+        rows = await self._call_many(
+            "courier_send_many_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            sender_id, list(queue_ids), *_draft_columns(drafts), self.limits.max_body_bytes,
+            self._dedup_window_ms,
+            timing=timing,
+        )  # fmt: skip
+        return [list(row["message_ids"]) for row in rows]
+
+    async def pop_many(
+        self,
+        reader_id: int,
+        queue_id: int,
+        count: int,
+        *,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        lease: Lease | None = None,
+        timing: Timing | None = None,
+    ) -> list[models.Message]:
+        """Pop up to ``count`` messages visible to the reader, in read order; an empty
+        list when there are none. QueueNotFound. With a lease, as ``read``."""
+        rows = await self._call_many(
+            "courier_pop_many_v1($1, $2, $3, $4, $5, $6, $7)",
+            reader_id, queue_id, sender_id, str(order), count,
+            lease.ms if lease else 0, lease.instance_id if lease else None,
+            timing=timing,
+        )  # fmt: skip
+        return [_message(row) for row in rows]
+
+    async def ack_many(
+        self, holder_id: int, delivery_ids: Sequence[int], *, timing: Timing | None = None
+    ) -> list[models.Settled]:
+        """Acknowledge each delivery; each gets its own result (LEASE_EXPIRED when it
+        is not held), in order."""
+        outcome = await self.exchange([AckManyRequest(holder_id, tuple(delivery_ids))])
+        if timing is not None:
+            timing.exec_ns = outcome.exec_ns
+        (answer,) = outcome.answers
+        if isinstance(answer, errors.CourierError):
+            raise answer
+        settled: list[models.Settled] = answer
+        return settled
+
+    async def nack_many(
+        self,
+        holder_id: int,
+        delivery_ids: Sequence[int],
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: Timing | None = None,
+    ) -> list[models.Settled]:
+        """Give each delivery back as ``nack`` does; each gets its own result."""
+        rows = await self._call_many(
+            "courier_nack_many_v1($1, $2, $3, $4)", holder_id, list(delivery_ids), delay_ms,
+            reason, timing=timing,
+        )  # fmt: skip
+        return [
+            models.Settled(delivery_ids[row["request"] - 1], row["status"], row["message"])
+            for row in rows
+        ]
 
     async def pop_response(
         self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
@@ -479,12 +558,21 @@ class Repository:
             _translate.check_status(status)
         return row
 
-    async def _call_many(self, function_call: str, *args: Any) -> list[Any]:
-        """Run ``SELECT * FROM <function_call>`` for a batch; translate failures."""
+    async def _call_many(
+        self, function_call: str, *args: Any, timing: Timing | None = None
+    ) -> list[Any]:
+        """Run ``SELECT * FROM <function_call>`` for many rows; translate failures."""
+        started = time.perf_counter_ns()
         async with self._connection() as connection:
+            acquired = time.perf_counter_ns()
             rows: list[Any] = await self._timed(connection.fetch(
                 f"SELECT * FROM {function_call}", *args, timeout=self._statement_timeout
             ))  # fmt: skip
+            answered = time.perf_counter_ns()
+        if timing is not None:
+            timing.pool_wait_ns = acquired - started
+            timing.round_trip_ns = answered - acquired
+            timing.exec_ns = max((row["exec_ns"] for row in rows), default=0)
         return rows
 
     @contextlib.asynccontextmanager
@@ -515,6 +603,15 @@ class Repository:
             raise errors.Unavailable(
                 f"the database did not answer within {self._statement_timeout:g}s"
             ) from exc
+
+    def _check_drafts(self, drafts: Sequence[models.Draft]) -> None:
+        if not drafts:
+            raise errors.BadRequest("a batch needs at least one message")
+        for number, draft in enumerate(drafts, 1):
+            try:
+                self._check_message(draft.body, draft.priority)
+            except errors.CourierError as exc:
+                raise type(exc)(f"message {number} of the batch: {exc.message}") from None
 
     def _check_message(self, body: bytes, priority: int) -> None:
         """Cheap checks before the round trip; the stored function repeats them."""
@@ -569,7 +666,40 @@ class AckRequest:
     delivery_id: int
 
 
-Operation = SendRequest | PopRequest | ReadRequest | AckRequest
+@dataclass(frozen=True, slots=True)
+class SendManyRequest:
+    """One batch send (the arguments of ``Repository.send_many``)."""
+
+    sender_id: int
+    queue_ids: Sequence[int]
+    drafts: Sequence[models.Draft]
+
+
+@dataclass(frozen=True, slots=True)
+class PopManyRequest:
+    """One batch read (the arguments of ``Repository.pop_many``)."""
+
+    reader_id: int
+    queue_id: int
+    count: int
+    sender_id: int | None = None
+    order: models.Order = models.Order.TIME
+    lease_ms: int = 0
+    instance_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AckManyRequest:
+    """Many acks by one holder, each answered on its own."""
+
+    holder_id: int
+    delivery_ids: tuple[int, ...]
+
+
+Operation = (
+    SendRequest | PopRequest | ReadRequest | AckRequest | SendManyRequest | PopManyRequest
+    | AckManyRequest
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -593,6 +723,118 @@ def _option_send(n: int, send: SendRequest) -> tuple[Any, ...]:
     options = send.options
     return (n, send.sender_id, list(send.queue_ids), send.body, send.receiver, send.priority,
             send.context, options.delay_ms, options.ttl_ms, options.dedup_id)  # fmt: skip
+
+
+def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
+    """A batch's drafts as the columns courier_send_many_v1 takes."""
+    return (
+        [draft.body for draft in drafts],
+        [draft.receiver for draft in drafts],
+        [draft.priority for draft in drafts],
+        [draft.context for draft in drafts],
+        [draft.delay_ms for draft in drafts],
+        [draft.ttl_ms for draft in drafts],
+        [draft.dedup_id for draft in drafts],
+    )
+
+
+def _send_group(n: int, send: SendManyRequest) -> tuple[Any, ...]:
+    """A courier_send_group_v1 value."""
+    return (n, send.sender_id, list(send.queue_ids), *_draft_columns(send.drafts))
+
+
+def _pop_group(n: int, pop: PopManyRequest) -> tuple[Any, ...]:
+    """A courier_pop_group_v1 value."""
+    return (n, pop.reader_id, pop.queue_id, pop.sender_id, str(pop.order), pop.count,
+            pop.lease_ms, pop.instance_id)  # fmt: skip
+
+
+class _AckNumbers:
+    """The acks of an exchange, each with a request number of its own: a single ack
+    has its operation's, and each delivery of a batch ack one past the operations',
+    which ``slots`` maps back to (operation index, position in its batch)."""
+
+    def __init__(self, numbered: Sequence[tuple[int, Operation]]) -> None:
+        self.numbers: list[int] = []
+        self.holders: list[int] = []
+        self.deliveries: list[int] = []
+        self.slots: dict[int, tuple[int, int]] = {}
+        spare = len(numbered) + 1
+        for n, op in numbered:
+            if isinstance(op, AckRequest):
+                self._add(n, op.holder_id, op.delivery_id)
+            elif isinstance(op, AckManyRequest):
+                for position, delivery in enumerate(op.delivery_ids):
+                    self.slots[spare] = (n - 1, position)
+                    self._add(spare, op.holder_id, delivery)
+                    spare += 1
+
+    def _add(self, number: int, holder: int, delivery: int) -> None:
+        self.numbers.append(number)
+        self.holders.append(holder)
+        self.deliveries.append(delivery)
+
+
+_UNANSWERED = "the database left this request of the batch unanswered"
+
+
+class _Answers:
+    """Each operation's answer, gathered from the rows of one exchange."""
+
+    def __init__(self, operations: Sequence[Operation]) -> None:
+        self.operations = operations
+        self.answers: list[Any] = [_unanswered(op) for op in operations]
+
+    def take(self, index: int, row: Any) -> None:
+        operation = self.operations[index]
+        try:
+            if isinstance(operation, SendManyRequest | PopManyRequest):
+                self._gather(index, operation, row)
+            else:
+                self.answers[index] = _answer(operation, row)
+        except errors.CourierError as exc:
+            self.answers[index] = exc
+
+    def finished(self) -> list[Any]:
+        """The answers, once every row is in: a batch send that got fewer ids than it
+        has drafts fails (it cannot have been stored in part: it is one statement)."""
+        for index, operation in enumerate(self.operations):
+            answer = self.answers[index]
+            if (
+                isinstance(operation, SendManyRequest)
+                and isinstance(answer, list)
+                and len(answer) != len(operation.drafts)
+            ):
+                self.answers[index] = errors.InternalError(_UNANSWERED)
+        return self.answers
+
+    def settle(self, index: int, position: int, row: Any) -> None:
+        settled: list[models.Settled] = self.answers[index]
+        settled[position] = models.Settled(
+            settled[position].delivery, row["status"], row["message"]
+        )
+
+    def _gather(self, index: int, operation: SendManyRequest | PopManyRequest, row: Any) -> None:
+        gathered = self.answers[index]
+        if isinstance(gathered, errors.CourierError):
+            return  # a batch that failed answers with its error alone
+        if row["status"]:
+            self.answers[index] = _answer(operation, row)
+        elif isinstance(operation, SendManyRequest):
+            gathered.append(list(row["message_ids"]))
+        else:
+            gathered.append(_message(row))
+
+
+def _unanswered(operation: Operation) -> Any:
+    """An operation's answer until its rows arrive: a batch read may rightly get none
+    (an empty list), every other request must get one."""
+    if isinstance(operation, PopManyRequest | SendManyRequest):
+        return []
+    if isinstance(operation, AckManyRequest):
+        return [models.Settled(delivery, errors.Status.INTERNAL, _UNANSWERED)
+                for delivery in operation.delivery_ids]  # fmt: skip
+    return errors.InternalError(_UNANSWERED)
 
 
 def _answer(operation: Operation, row: Any) -> Any:

@@ -32,20 +32,29 @@ message limit still arrives whole and can be answered with PAYLOAD_TOO_LARGE.
 SEND_OVERHEAD_BYTES = 64 * 1024
 """Room in a SEND frame for everything but the message body (queue ids, fields)."""
 
+MAX_BATCH_MESSAGES = 1000
+"""Messages (or deliveries) one SEND_MANY, RECEIVE_MANY, ACK_MANY or NACK_MANY may
+carry; a count above it is refused before anything else of the frame is read."""
 
-def frame_limit_for(max_body_bytes: int) -> int:
-    """A server's frame limit for its message-body limit.
+BATCH_ITEM_OVERHEAD_BYTES = 128
+"""Room per message of a SEND_MANY for its fields besides the body."""
 
-    Twice the body limit plus room for the rest of a SEND: a body somewhat over the
-    limit still arrives whole, so the server can answer PAYLOAD_TOO_LARGE instead of
-    dropping the connection.
+
+def frame_limit_for(max_body_bytes: int, max_batch_bytes: int = 0) -> int:
+    """A server's frame limit for its message-body and batch limits.
+
+    Twice the larger limit plus room for the rest of a SEND or SEND_MANY: a body or
+    a batch somewhat over its limit still arrives whole, so the server can answer
+    PAYLOAD_TOO_LARGE instead of dropping the connection.
 
     >>> frame_limit_for(64 * 1024)  # the default body limit
     196620
-    >>> frame_limit_for(4 * 1024 * 1024) - HEADER_SIZE
-    8454144
+    >>> frame_limit_for(64 * 1024, 1024 * 1024) - HEADER_SIZE  # and the default batch limit
+    2290688
     """
-    return HEADER_SIZE + 2 * max_body_bytes + SEND_OVERHEAD_BYTES
+    largest = max(max_body_bytes, max_batch_bytes)
+    batch_fields = BATCH_ITEM_OVERHEAD_BYTES * MAX_BATCH_MESSAGES if max_batch_bytes else 0
+    return HEADER_SIZE + 2 * largest + SEND_OVERHEAD_BYTES + batch_fields
 
 
 MAX_REQUEST_ID = 0xFFFF_FFFF
@@ -84,6 +93,10 @@ class Opcode(enum.IntEnum):
     ACK = 0x25
     NACK = 0x26
     EXTEND = 0x27
+    SEND_MANY = 0x28
+    RECEIVE_MANY = 0x29
+    ACK_MANY = 0x2A
+    NACK_MANY = 0x2B
 
 
 PRE_LOGIN_OPCODES = frozenset({Opcode.PING, Opcode.REGISTER, Opcode.LOGIN})

@@ -188,6 +188,49 @@ class Extend:
     lease_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class SendMany:
+    """Store every message in each queue, all or none, in order."""
+
+    queue_ids: tuple[int, ...]
+    messages: tuple[models.Draft, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceiveMany:
+    """Pop up to max_messages, waiting up to timeout_ms for the first (0: no wait).
+
+    Once one is there it answers at once, unless min_messages asks for more: then it
+    goes on taking until it holds that many or max_wait_ms has passed since the first.
+    lease_ms as for Read.
+    """
+
+    queue_id: int
+    sender_id: int | None
+    order: models.Order
+    max_messages: int
+    timeout_ms: int = 0
+    lease_ms: int = 0
+    min_messages: int = 1
+    max_wait_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class AckMany:
+    """Acknowledge each leased message; each delivery gets its own result."""
+
+    delivery_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NackMany:
+    """Give each leased message back (as Nack); each delivery gets its own result."""
+
+    delivery_ids: tuple[int, ...]
+    delay_ms: int = 0
+    reason: str | None = None
+
+
 # --- replies --------------------------------------------------------------------
 
 
@@ -233,6 +276,25 @@ class MessageReply:
 
 
 @dataclass(frozen=True, slots=True)
+class BatchIdsReply:
+    """Per message of a SEND_MANY, in order, its ids (one per queue, in queue order)."""
+
+    ids: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesReply:
+    messages: tuple[models.Message, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SettledReply:
+    """Per delivery of an ACK_MANY or NACK_MANY, in order, what became of it."""
+
+    settled: tuple[models.Settled, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorReply:
     """A failed request: any opcode may be answered with one."""
 
@@ -262,6 +324,10 @@ Request: TypeAlias = (
     | Ack
     | Nack
     | Extend
+    | SendMany
+    | ReceiveMany
+    | AckMany
+    | NackMany
 )
 
 Reply: TypeAlias = (
@@ -273,6 +339,9 @@ Reply: TypeAlias = (
     | QueueSettingsReply
     | MessageIdsReply
     | MessageReply
+    | BatchIdsReply
+    | MessagesReply
+    | SettledReply
     | ErrorReply
 )
 
@@ -295,6 +364,10 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.ACK: Ack,
     Opcode.NACK: Nack,
     Opcode.EXTEND: Extend,
+    Opcode.SEND_MANY: SendMany,
+    Opcode.RECEIVE_MANY: ReceiveMany,
+    Opcode.ACK_MANY: AckMany,
+    Opcode.NACK_MANY: NackMany,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -316,6 +389,10 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.ACK: Done,
     Opcode.NACK: Done,
     Opcode.EXTEND: Done,
+    Opcode.SEND_MANY: BatchIdsReply,
+    Opcode.RECEIVE_MANY: MessagesReply,
+    Opcode.ACK_MANY: SettledReply,
+    Opcode.NACK_MANY: SettledReply,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

@@ -18,7 +18,7 @@ _OPCODES = {int(opcode): opcode.name.lower() for opcode in Opcode}
 _STATUSES = {int(status): status.name for status in errors.Status}
 
 OPERATIONS: list[str] = [_OPCODES.get(code, f"0x{code:02x}") for code in _CODES]
-"""Lowercase operation name by opcode, e.g. ``send``; unknown codes as ``0x2a``."""
+"""Lowercase operation name by opcode, e.g. ``send``; unknown codes as ``0x7f``."""
 
 STATUSES: list[str] = [_STATUSES.get(code, f"STATUS_{code}") for code in _CODES]
 """Status name by status code, e.g. ``OK``, ``QUEUE_EMPTY``."""

@@ -40,6 +40,16 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
                 writer.i64(message_id, "ids[]")
         case frames.MessageReply(message=message):
             write_message(writer, message)
+        case frames.BatchIdsReply(ids=ids):
+            write_batch_ids(writer, ids)
+        case frames.MessagesReply(messages=messages):
+            writer.u16(len(messages), "len(messages)")
+            for message in messages:
+                write_message(writer, message)
+        case frames.SettledReply(settled=settled):
+            writer.u16(len(settled), "len(settled)")
+            for one in settled:
+                write_settled(writer, one)
 
 
 def write_error(writer: wire.Writer, reply: frames.ErrorReply) -> None:
@@ -79,6 +89,25 @@ def write_queue_settings(writer: wire.Writer, settings: models.QueueSettings) ->
     writer.optional_u32(settings.max_messages, "settings.max_messages")
     writer.optional_i64(settings.max_bytes, "settings.max_bytes")
     wire.write_code(writer, wire.OVERFLOW_CODES, settings.overflow, "settings.overflow")
+
+
+def write_batch_ids(writer: wire.Writer, ids: tuple[tuple[int, ...], ...]) -> None:
+    """Every message of a batch has one id per queue, so the width is said once."""
+    width = len(ids[0]) if ids else 0
+    if any(len(row) != width for row in ids):
+        raise writer.fail("every message of a batch has one id per queue")
+    writer.u16(len(ids), "len(messages)")
+    writer.u16(width, "len(queue_ids)")
+    for row in ids:
+        for message_id in row:
+            writer.i64(message_id, "ids[]")
+
+
+def write_settled(writer: wire.Writer, settled: models.Settled) -> None:
+    writer.i64(settled.delivery, "settled.delivery")
+    writer.u8(settled.status, "settled.status")
+    if settled.status:
+        writer.name(fit_message(settled.message or ""), "settled.message")
 
 
 def write_message(writer: wire.Writer, message: models.Message) -> None:
@@ -154,6 +183,14 @@ def read_message(reader: wire.Reader) -> models.Message:
     )
 
 
+def read_settled(reader: wire.Reader) -> models.Settled:
+    delivery = reader.i64("settled.delivery")
+    status = reader.status("settled.status")
+    if status is errors.Status.OK:
+        return models.Settled(delivery)
+    return models.Settled(delivery, status, reader.name("settled.message"))
+
+
 def read_pong(reader: wire.Reader) -> frames.Pong:
     return frames.Pong(server_time_ns=reader.i64("server_time_ns"))
 
@@ -188,6 +225,23 @@ def read_message_reply(reader: wire.Reader) -> frames.MessageReply:
     return frames.MessageReply(message=read_message(reader))
 
 
+def read_batch_ids(reader: wire.Reader) -> frames.BatchIdsReply:
+    count, width = reader.u16("len(messages)"), reader.u16("len(queue_ids)")
+    return frames.BatchIdsReply(
+        ids=tuple(tuple(reader.i64("ids[]") for _ in range(width)) for _ in range(count))
+    )
+
+
+def read_messages_reply(reader: wire.Reader) -> frames.MessagesReply:
+    count = reader.u16("len(messages)")
+    return frames.MessagesReply(messages=tuple(read_message(reader) for _ in range(count)))
+
+
+def read_settled_reply(reader: wire.Reader) -> frames.SettledReply:
+    count = reader.u16("len(settled)")
+    return frames.SettledReply(settled=tuple(read_settled(reader) for _ in range(count)))
+
+
 PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]] = {
     frames.Pong: read_pong,
     frames.ClientReply: read_client_reply,
@@ -197,6 +251,9 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.QueueSettingsReply: read_queue_settings_reply,
     frames.MessageIdsReply: read_message_ids,
     frames.MessageReply: read_message_reply,
+    frames.BatchIdsReply: read_batch_ids,
+    frames.MessagesReply: read_messages_reply,
+    frames.SettledReply: read_settled_reply,
 }
 
 READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {

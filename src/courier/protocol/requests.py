@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from courier.protocol import frames, wire
+from courier import models
+from courier.protocol import constants, frames, wire
 from courier.protocol.constants import Opcode
 
 # Login and GetQueue name their target either way; this byte says which.
@@ -52,6 +53,16 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
         case frames.Extend(delivery_id=delivery_id, lease_ms=lease_ms):
             writer.i64(delivery_id, "delivery_id")
             writer.u32(lease_ms, "lease_ms")
+        case frames.SendMany():
+            write_send_many(writer, request)
+        case frames.ReceiveMany():
+            write_receive_many(writer, request)
+        case frames.AckMany(delivery_ids=delivery_ids):
+            write_deliveries(writer, delivery_ids)
+        case frames.NackMany(delivery_ids=delivery_ids, delay_ms=delay_ms, reason=reason):
+            write_deliveries(writer, delivery_ids)
+            writer.u32(delay_ms, "delay_ms")
+            writer.optional_name(reason, "reason")
 
 
 def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: str) -> None:
@@ -76,9 +87,7 @@ def write_configure_queue(writer: wire.Writer, configure: frames.ConfigureQueue)
 
 
 def write_send(writer: wire.Writer, send: frames.Send) -> None:
-    writer.u16(len(send.queue_ids), "len(queue_ids)")
-    for queue_id in send.queue_ids:
-        writer.i64(queue_id, "queue_ids[]")
+    write_queue_ids(writer, send.queue_ids)
     writer.optional_id(send.receiver, "receiver")
     writer.u8(send.priority, "priority")
     writer.optional_i64(send.context, "context")
@@ -87,6 +96,48 @@ def write_send(writer: wire.Writer, send: frames.Send) -> None:
     writer.u32(send.delay_ms, "delay_ms")
     writer.optional_u32(send.ttl_ms, "ttl_ms")
     writer.optional_name(send.dedup_id, "dedup_id")
+
+
+def write_queue_ids(writer: wire.Writer, queue_ids: tuple[int, ...]) -> None:
+    writer.u16(len(queue_ids), "len(queue_ids)")
+    for queue_id in queue_ids:
+        writer.i64(queue_id, "queue_ids[]")
+
+
+def write_batch_count(writer: wire.Writer, count: int, field: str) -> None:
+    if count > constants.MAX_BATCH_MESSAGES:
+        raise writer.fail(f"{field}={count}: a batch holds at most {constants.MAX_BATCH_MESSAGES}")
+    writer.u16(count, field)
+
+
+def write_send_many(writer: wire.Writer, send: frames.SendMany) -> None:
+    write_queue_ids(writer, send.queue_ids)
+    write_batch_count(writer, len(send.messages), "len(messages)")
+    for draft in send.messages:
+        writer.optional_id(draft.receiver, "receiver")
+        writer.u8(draft.priority, "priority")
+        writer.optional_i64(draft.context, "context")
+        writer.u32(draft.delay_ms, "delay_ms")
+        writer.optional_u32(draft.ttl_ms, "ttl_ms")
+        writer.optional_name(draft.dedup_id, "dedup_id")
+        writer.blob(draft.body, "body")
+
+
+def write_receive_many(writer: wire.Writer, receive: frames.ReceiveMany) -> None:
+    writer.i64(receive.queue_id, "queue_id")
+    writer.optional_id(receive.sender_id, "sender_id")
+    wire.write_order(writer, receive.order, "order")
+    write_batch_count(writer, receive.max_messages, "max_messages")
+    write_batch_count(writer, receive.min_messages, "min_messages")
+    writer.u32(receive.timeout_ms, "timeout_ms")
+    writer.u32(receive.max_wait_ms, "max_wait_ms")
+    writer.u32(receive.lease_ms, "lease_ms")
+
+
+def write_deliveries(writer: wire.Writer, delivery_ids: tuple[int, ...]) -> None:
+    write_batch_count(writer, len(delivery_ids), "len(delivery_ids)")
+    for delivery_id in delivery_ids:
+        writer.i64(delivery_id, "delivery_ids[]")
 
 
 def write_read(writer: wire.Writer, read: frames.Read) -> None:
@@ -209,6 +260,63 @@ def read_extend(reader: wire.Reader) -> frames.Extend:
     return frames.Extend(delivery_id=reader.i64("delivery_id"), lease_ms=reader.u32("lease_ms"))
 
 
+def read_batch_count(reader: wire.Reader, field: str) -> int:
+    """A batch's count, refused above the limit before any of its items is read."""
+    count = reader.u16(field)
+    if count > constants.MAX_BATCH_MESSAGES:
+        raise reader.fail(f"{field}={count}: a batch holds at most {constants.MAX_BATCH_MESSAGES}")
+    return count
+
+
+def read_send_many(reader: wire.Reader) -> frames.SendMany:
+    count = reader.u16("len(queue_ids)")
+    queue_ids = tuple(reader.i64("queue_ids[]") for _ in range(count))
+    messages = tuple(read_draft(reader) for _ in range(read_batch_count(reader, "len(messages)")))
+    return frames.SendMany(queue_ids=queue_ids, messages=messages)
+
+
+def read_draft(reader: wire.Reader) -> models.Draft:
+    return models.Draft(
+        receiver=reader.optional_id("receiver"),
+        priority=reader.u8("priority"),
+        context=reader.optional_i64("context"),
+        delay_ms=reader.u32("delay_ms"),
+        ttl_ms=reader.optional_u32("ttl_ms"),
+        dedup_id=reader.optional_name("dedup_id"),
+        body=reader.blob("body"),
+    )
+
+
+def read_receive_many(reader: wire.Reader) -> frames.ReceiveMany:
+    return frames.ReceiveMany(
+        queue_id=reader.i64("queue_id"),
+        sender_id=reader.optional_id("sender_id"),
+        order=reader.order("order"),
+        max_messages=read_batch_count(reader, "max_messages"),
+        min_messages=read_batch_count(reader, "min_messages"),
+        timeout_ms=reader.u32("timeout_ms"),
+        max_wait_ms=reader.u32("max_wait_ms"),
+        lease_ms=reader.u32("lease_ms"),
+    )
+
+
+def read_deliveries(reader: wire.Reader) -> tuple[int, ...]:
+    count = read_batch_count(reader, "len(delivery_ids)")
+    return tuple(reader.i64("delivery_ids[]") for _ in range(count))
+
+
+def read_ack_many(reader: wire.Reader) -> frames.AckMany:
+    return frames.AckMany(delivery_ids=read_deliveries(reader))
+
+
+def read_nack_many(reader: wire.Reader) -> frames.NackMany:
+    return frames.NackMany(
+        delivery_ids=read_deliveries(reader),
+        delay_ms=reader.u32("delay_ms"),
+        reason=reader.optional_name("reason"),
+    )
+
+
 def constant(request: frames.Request) -> Callable[[wire.Reader], frames.Request]:
     """A reader for a request with an empty body."""
     return lambda reader: request
@@ -233,5 +341,9 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.ACK: read_ack,
     Opcode.NACK: read_nack,
     Opcode.EXTEND: read_extend,
+    Opcode.SEND_MANY: read_send_many,
+    Opcode.RECEIVE_MANY: read_receive_many,
+    Opcode.ACK_MANY: read_ack_many,
+    Opcode.NACK_MANY: read_nack_many,
 }
 """How to read each request body; the caller then checks for trailing bytes."""

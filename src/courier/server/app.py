@@ -41,7 +41,9 @@ class Server:
         self, settings: config.ServerSettings, recorder: measurement_hook.Recorder | None = None
     ) -> None:
         self.settings = settings
-        frame_limit = protocol.frame_limit_for(settings.limits.max_body_bytes)
+        frame_limit = protocol.frame_limit_for(
+            settings.limits.max_body_bytes, settings.limits.max_batch_bytes
+        )
         self._listener = listener.Listener(
             connection.ConnectionSettings(
                 frame_limit,

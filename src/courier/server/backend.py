@@ -86,6 +86,41 @@ class Backend(Protocol):
         self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
     ) -> models.Message: ...
 
+    async def send_many(
+        self,
+        sender_id: int,
+        queue_ids: Sequence[int],
+        drafts: Sequence[models.Draft],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]: ...
+
+    async def pop_many(
+        self,
+        reader_id: int,
+        queue_id: int,
+        count: int,
+        *,
+        sender_id: int | None = None,
+        order: models.Order = models.Order.TIME,
+        lease: Lease | None = None,
+        timing: Timing | None = None,
+    ) -> list[models.Message]: ...
+
+    async def ack_many(
+        self, holder_id: int, delivery_ids: Sequence[int], *, timing: Timing | None = None
+    ) -> list[models.Settled]: ...
+
+    async def nack_many(
+        self,
+        holder_id: int,
+        delivery_ids: Sequence[int],
+        *,
+        delay_ms: int = 0,
+        reason: str | None = None,
+        timing: Timing | None = None,
+    ) -> list[models.Settled]: ...
+
     async def queues_for_me(
         self, reader_id: int, *, timing: Timing | None = None
     ) -> list[models.Queue]: ...

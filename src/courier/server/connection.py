@@ -58,7 +58,7 @@ WRITE_HIGH_WATER = 256 * 1024
 WRITE_LOW_WATER = 64 * 1024
 """Reading resumes once the waiting replies are down to this."""
 
-WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.AWAIT_RESPONSE})
+WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.RECEIVE_MANY, Opcode.AWAIT_RESPONSE})
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from courier import config, errors, models
 from courier.protocol import frames
@@ -22,6 +22,8 @@ from courier.protocol.constants import Opcode
 from courier.server import backend, logouts, session, sweeper, waiters
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -241,13 +243,13 @@ async def await_response(ctx: Context, request: frames.AwaitResponse) -> frames.
 
 
 def given_back_if_cancelled(
-    ctx: Context, reader_id: int, pop: Callable[[], Awaitable[models.Message]]
-) -> Callable[[], Awaitable[models.Message]]:
+    ctx: Context, reader_id: int, pop: Callable[[], Awaitable[T]]
+) -> Callable[[], Awaitable[T]]:
     """``pop``, except that a waiting request cancelled (CANCEL, or its connection
     closed) while the pop is in flight does not lose what the pop takes: the pop
-    finishes, and its message goes back as it was."""
+    finishes, and its message (or messages) go back as they were."""
 
-    async def guarded() -> models.Message:
+    async def guarded() -> T:
         attempt = asyncio.ensure_future(pop())
         try:
             return await asyncio.shield(attempt)
@@ -258,18 +260,23 @@ def given_back_if_cancelled(
     return guarded
 
 
-async def give_back_when_done(
-    ctx: Context, reader_id: int, attempt: asyncio.Future[models.Message]
-) -> None:
+async def give_back_when_done(ctx: Context, reader_id: int, attempt: asyncio.Future[Any]) -> None:
     try:
-        message = await attempt
+        taken = await attempt
     except Exception:
         return  # the pop took nothing
-    try:
-        await ctx.services.backend.give_back(reader_id, message)
-    except Exception as exc:
-        # At-most-once for a plain pop: the message is lost; a lease runs out instead.
-        log.warning("could not give back message %d after its receive ended: %s", message.id, exc)
+    await give_back(ctx, reader_id, taken if isinstance(taken, list) else [taken])
+
+
+async def give_back(ctx: Context, reader_id: int, messages: Sequence[models.Message]) -> None:
+    for message in messages:
+        try:
+            await ctx.services.backend.give_back(reader_id, message)
+        except Exception as exc:
+            # At-most-once for a plain pop: the message is lost; a lease runs out instead.
+            log.warning(
+                "could not give back message %d after its receive ended: %s", message.id, exc
+            )
 
 
 async def ack(ctx: Context, request: frames.Ack) -> frames.Done:
@@ -294,6 +301,102 @@ async def extend(ctx: Context, request: frames.Extend) -> frames.Done:
         holder, request.delivery_id, request.lease_ms, timing=ctx.timing
     )
     return frames.Done()
+
+
+async def send_many(ctx: Context, request: frames.SendMany) -> frames.BatchIdsReply:
+    sender = ctx.session.require_writer()
+    check_batch(request.messages, ctx.services.limits)
+    check_queue_count(request.queue_ids, ctx.services.limits)
+    ids = await ctx.services.backend.send_many(
+        sender.id, request.queue_ids, request.messages, timing=ctx.timing
+    )
+    ctx.services.due_in(max(draft.delay_ms for draft in request.messages))
+    ctx.services.due_in(max(draft.ttl_ms or 0 for draft in request.messages))
+    return frames.BatchIdsReply(tuple(tuple(row) for row in ids))
+
+
+def check_batch(drafts: Sequence[models.Draft], limits: config.Limits) -> None:
+    """Before any work: a batch holds a message, and none is too large, nor all."""
+    if not drafts:
+        raise errors.BadRequest("a batch needs at least one message")
+    for number, draft in enumerate(drafts, 1):
+        if len(draft.body) > limits.max_body_bytes:
+            raise errors.PayloadTooLarge(
+                f"message {number} of the batch is {len(draft.body)} bytes;"
+                f" the limit is {limits.max_body_bytes}"
+            )
+    total = sum(len(draft.body) for draft in drafts)
+    if total > limits.max_batch_bytes:
+        raise errors.PayloadTooLarge(
+            f"the batch's bodies are {total} bytes; a batch holds at most"
+            f" {limits.max_batch_bytes}: send it in parts"
+        )
+
+
+async def receive_many(ctx: Context, request: frames.ReceiveMany) -> frames.MessagesReply:
+    """Up to max_messages, once there is one (waiting up to timeout_ms for it); with
+    min_messages, more until there are that many or max_wait_ms has passed."""
+    reader_id = ctx.session.require_client().id
+    if not 1 <= request.min_messages <= request.max_messages:
+        raise errors.BadRequest(
+            f"a batch read takes 1 to {request.max_messages} messages at least"
+            f" (max_messages), not {request.min_messages}"
+        )
+    timeout = wait_seconds(request.timeout_ms, ctx.services.limits)
+    window = wait_seconds(request.max_wait_ms, ctx.services.limits)
+    lease = lease_for(ctx, request.lease_ms, pop=True)
+    taken: list[models.Message] = []
+
+    async def pop_more() -> list[models.Message]:
+        messages = await ctx.services.backend.pop_many(
+            reader_id, request.queue_id, request.max_messages - len(taken),
+            sender_id=request.sender_id, order=request.order, lease=lease, timing=ctx.timing,
+        )  # fmt: skip
+        if not messages:
+            raise errors.QueueEmpty()
+        return messages
+
+    attempt = given_back_if_cancelled(ctx, reader_id, pop_more)
+    wait = ctx.services.waiters.wait_for
+    try:
+        taken += await wait(request.queue_id, reader_id, attempt, timeout)
+        deadline = time.monotonic() + window
+        while len(taken) < request.min_messages and (left := deadline - time.monotonic()) > 0:
+            taken += await wait(request.queue_id, reader_id, attempt, left)
+    except errors.NoMessage:
+        pass  # the wait ended: answer with what there is
+    except asyncio.CancelledError:
+        await give_back(ctx, reader_id, taken)
+        raise
+    fitting = within_bytes(taken, ctx.services.limits.max_batch_bytes)
+    await give_back(ctx, reader_id, taken[len(fitting) :])
+    return frames.MessagesReply(tuple(fitting))
+
+
+def within_bytes(messages: list[models.Message], budget: int) -> list[models.Message]:
+    """The first messages whose bodies fit the budget; the first always goes."""
+    total = 0
+    for count, message in enumerate(messages):
+        total += len(message.body)
+        if count and total > budget:
+            return messages[:count]
+    return messages
+
+
+async def ack_many(ctx: Context, request: frames.AckMany) -> frames.SettledReply:
+    holder = ctx.session.require_client().id
+    settled = await ctx.services.backend.ack_many(holder, request.delivery_ids, timing=ctx.timing)
+    return frames.SettledReply(tuple(settled))
+
+
+async def nack_many(ctx: Context, request: frames.NackMany) -> frames.SettledReply:
+    holder = ctx.session.require_client().id
+    settled = await ctx.services.backend.nack_many(
+        holder, request.delivery_ids, delay_ms=request.delay_ms, reason=request.reason,
+        timing=ctx.timing,
+    )  # fmt: skip
+    ctx.services.due_in(request.delay_ms)
+    return frames.SettledReply(tuple(settled))
 
 
 async def cancel(ctx: Context, request: frames.Cancel) -> frames.Done:
@@ -345,5 +448,9 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.ACK: ack,
     Opcode.NACK: nack,
     Opcode.EXTEND: extend,
+    Opcode.SEND_MANY: send_many,
+    Opcode.RECEIVE_MANY: receive_many,
+    Opcode.ACK_MANY: ack_many,
+    Opcode.NACK_MANY: nack_many,
 }
 """Opcode -> handler; every request opcode has exactly one."""

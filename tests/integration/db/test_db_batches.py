@@ -52,7 +52,7 @@ async def test_one_bad_request_in_a_batch_fails_alone(
     writer, reader = [await repo.register_client(name) for name in ("writer", "reader")]
     viewer = await repo.register_client("viewer", models.ClientMode.READ_ONLY)
     queue, other = [(await repo.create_queue(name)).id for name in ("jobs", "other")]
-    outcome = await repo.send_many([
+    outcome = await repo.send_each([
         Send(writer.id, [queue], b"good 1"),
         Send(writer.id, [queue, 999_999], b"to a missing queue"),
         Send(writer.id, [queue], b"bad priority", priority=11),
@@ -82,10 +82,10 @@ async def test_a_batch_keeps_its_order_in_ids_and_time(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
     bodies = [f"m{n}".encode() for n in range(20)]
-    outcome = await repo.send_many([Send(writer.id, [queue.id], body) for body in bodies])
+    outcome = await repo.send_each([Send(writer.id, [queue.id], body) for body in bodies])
     ids = [answer[0] for answer in outcome.answers]  # type: ignore[index]
     assert ids == sorted(ids)
-    popped = await repo.pop_many(queue.id, models.Order.TIME, [writer.id] * 21)
+    popped = await repo.pop_each(queue.id, models.Order.TIME, [writer.id] * 21)
     messages = popped.answers[:20]
     assert [message.body for message in messages] == bodies  # type: ignore[union-attr]
     assert [message.id for message in messages] == ids  # type: ignore[union-attr]
@@ -99,7 +99,7 @@ async def test_a_pop_batch_serves_each_reader_only_what_it_may_see(
     for body, receiver in [(b"for a", a), (b"for all", None), (b"for b", b), (b"for a 2", a)]:
         await repo.send(writer.id, [queue.id], body, receiver=receiver)
 
-    popped = await repo.pop_many(queue.id, models.Order.TIME, [b, a, b, a, a])
+    popped = await repo.pop_each(queue.id, models.Order.TIME, [b, a, b, a, a])
     # In request order, each takes the oldest message it may see that is still there.
     bodies = [getattr(answer, "body", None) for answer in popped.answers]
     assert bodies == [b"for all", b"for a", b"for b", b"for a 2", None]
@@ -109,7 +109,7 @@ async def test_a_pop_batch_serves_each_reader_only_what_it_may_see(
 async def test_a_pop_batch_on_a_missing_queue_fails_every_request(
     repo: repository.Repository, writer: models.ClientInfo
 ) -> None:
-    popped = await repo.pop_many(123_456, models.Order.PRIORITY, [writer.id, writer.id])
+    popped = await repo.pop_each(123_456, models.Order.PRIORITY, [writer.id, writer.id])
     assert all(isinstance(answer, errors.QueueNotFound) for answer in popped.answers)
 
 

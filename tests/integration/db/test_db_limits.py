@@ -103,7 +103,7 @@ async def test_a_batch_stores_what_fits_in_order_and_refuses_the_rest_alone(
     await limit(repo, small, messages=2)
     batch = [repository.SendRequest(writer.id, [small.id], f"m{n}".encode()) for n in range(3)]
     batch.append(repository.SendRequest(writer.id, [other.id], b"elsewhere"))
-    outcome = await repo.send_many(batch)
+    outcome = await repo.send_each(batch)
     assert [type(answer) for answer in outcome.answers] == [list, list, errors.QuotaExceeded, list]
     assert await bodies(pool, small) == [b"m0", b"m1"]
     assert await bodies(pool, other) == [b"elsewhere"]
@@ -128,7 +128,7 @@ async def test_a_dropping_queue_keeps_the_newest_messages(
         await repo.send(writer.id, [queue.id], f"m{n}".encode())
     assert await bodies(pool, queue) == [b"m2", b"m3", b"m4"]
     batch = [repository.SendRequest(writer.id, [queue.id], f"b{n}".encode()) for n in range(2)]
-    await repo.send_many(batch)
+    await repo.send_each(batch)
     assert await bodies(pool, queue) == [b"m4", b"b0", b"b1"]
 
 
@@ -167,7 +167,7 @@ async def test_a_batch_request_refused_for_another_reason_takes_no_room(
         repository.SendRequest(writer.id, [queue.id], b"bad priority", priority=0),
         repository.SendRequest(writer.id, [queue.id], b"fits"),
     ]
-    outcome = await repo.send_many(batch)
+    outcome = await repo.send_each(batch)
     assert [type(answer) for answer in outcome.answers] == [errors.InvalidPriority, list]
     assert await bodies(pool, queue) == [b"fits"]
 
@@ -179,6 +179,6 @@ async def test_a_body_no_queue_could_keep_is_refused_even_by_a_dropping_queue(
     await repo.send(writer.id, [queue.id], b"kept")
     with pytest.raises(errors.QuotaExceeded, match="can never fit"):
         await repo.send(writer.id, [queue.id], b"too big")
-    outcome = await repo.send_many([repository.SendRequest(writer.id, [queue.id], b"too big")])
+    outcome = await repo.send_each([repository.SendRequest(writer.id, [queue.id], b"too big")])
     assert isinstance(outcome.answers[0], errors.QuotaExceeded)
     assert await bodies(pool, queue) == [b"kept"]  # nothing dropped for it

@@ -52,7 +52,7 @@ async def test_a_batch_notifies_once_per_queue_and_receiver_with_its_count(
     batch = [repository.SendRequest(writer.id, [first.id], b"a") for _ in range(3)]
     batch += [repository.SendRequest(writer.id, [first.id, second.id], b"b", receiver=reader.id)]
 
-    payloads = await collect_notifications(dsn, repo.send_many(batch))
+    payloads = await collect_notifications(dsn, repo.send_each(batch))
 
     assert sorted(payloads) == sorted(
         [f"{first.id}::3", f"{first.id}:{reader.id}:1", f"{second.id}:{reader.id}:1"]

@@ -409,6 +409,89 @@ LANGUAGE sql AS $$
     FROM unnest(p_option_sends) o
 $$;
 
+-- == Batch API (migration 0011) =====================================================
+
+CREATE FUNCTION courier_send_many_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+    FROM generate_subscripts(p_bodies, 1)
+$$;
+
+CREATE FUNCTION courier_pop_many_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 1::bigint, p_queue_id, coalesce(p_sender_id, p_reader_id), NULL::bigint,
+           NULL::bigint, 5::smallint, timestamptz '2024-01-01 00:00:00+00',
+           'courier mock message'::bytea, CASE WHEN p_lease_ms > 0 THEN 1 ELSE 0 END,
+           CASE WHEN p_lease_ms > 0 THEN 1::bigint END, NULL::bigint, NULL::text, 0::bigint
+    FROM generate_series(1, p_count)
+$$;
+
+CREATE FUNCTION courier_nack_many_v1(
+    p_holder_id bigint, p_delivery_ids bigint[], p_delay_ms integer, p_reason text)
+RETURNS TABLE (request integer, status smallint, message text, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT r.n::integer, 0::smallint, NULL::text, 0::bigint
+    FROM generate_subscripts(p_delivery_ids, 1) r(n)
+$$;
+
+CREATE TYPE courier_send_group_v1 AS (
+    request integer, sender_id bigint, queue_ids bigint[], bodies bytea[],
+    receivers bigint[], priorities integer[], contexts bigint[], delays integer[],
+    ttls integer[], dedup_ids text[]);
+
+CREATE TYPE courier_pop_group_v1 AS (
+    request integer, reader_id bigint, queue_id bigint, sender_id bigint, read_order text,
+    count integer, lease_ms integer, instance_id bigint);
+
+CREATE FUNCTION courier_exchange_v4(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v1[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v1[], p_pop_groups courier_pop_group_v1[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_exchange_v3(
+        p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+        p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests, p_pop_queues,
+        p_pop_orders, p_pop_readers, p_read_requests, p_read_readers, p_read_queues,
+        p_read_senders, p_read_orders, p_read_pops, p_read_leases, p_read_instances,
+        p_ack_requests, p_ack_holders, p_ack_deliveries, p_option_sends, p_dedup_window_ms)
+    UNION ALL
+    SELECT g.request, 0::smallint, NULL::text, s.message_ids, NULL::bigint, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
+           NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, 0::bigint
+    FROM unnest(p_send_groups) g,
+         courier_send_many_v1(g.sender_id, g.queue_ids, g.bodies, g.receivers, g.priorities,
+                              g.contexts, g.delays, g.ttls, g.dedup_ids, 0, 0) s
+    UNION ALL
+    SELECT g.request, 0::smallint, NULL::text, NULL::bigint[], p.id, p.queue_id, p.sender_id,
+           p.receiver_id, p.context, p.priority, p.created_at, p.body, p.deliveries,
+           p.delivery_id, p.dead_from, p.failure, 0::bigint
+    FROM unnest(p_pop_groups) g,
+         courier_pop_many_v1(g.reader_id, g.queue_id, g.sender_id, g.read_order, g.count,
+                             g.lease_ms, g.instance_id) p
+$$;
+
 -- == Triggers ========================================================================
 
 CREATE FUNCTION courier_notify_messages_v3()

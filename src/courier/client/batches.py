@@ -1,0 +1,101 @@
+"""Batches as callers give them: ``Outgoing`` messages, and their checks before sending.
+
+A batch send takes plain bodies, which get the call's receiver, priority and so on,
+or ``Outgoing`` messages, whose own fields win where they are given:
+
+    await client.send_many("jobs", [b"a", Outgoing(b"b", priority=9), "c"], priority=3)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from courier import errors, models, protocol
+from courier.client import arguments
+
+MAX_BATCH = protocol.MAX_BATCH_MESSAGES
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message of a ``send_many``; a field left None takes the call's value."""
+
+    body: bytes | str
+    receiver: int | None = None
+    priority: int | None = None
+    context: int | None = None
+    delay: float | None = None
+    not_before: datetime | None = None
+    ttl: float | None = None
+    dedup_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Defaults:
+    """A ``send_many`` call's own fields, for the messages that leave them out."""
+
+    receiver: int | None = None
+    priority: int = models.DEFAULT_PRIORITY
+    context: int | None = None
+    delay: float | None = None
+    not_before: datetime | None = None
+    ttl: float | None = None
+
+
+def drafts(
+    messages: Iterable[bytes | str | Outgoing], defaults: Defaults
+) -> tuple[models.Draft, ...]:
+    """The batch as the wire carries it; BadRequest before anything is sent when it is
+    empty, too long, or a message in it is malformed (its number said)."""
+    batch = tuple(messages)
+    if not batch:
+        raise errors.BadRequest("a batch needs at least one message")
+    if len(batch) > MAX_BATCH:
+        raise errors.BadRequest(
+            f"a batch holds at most {MAX_BATCH} messages, not {len(batch)}: send it in parts"
+        )
+    made = []
+    for number, message in enumerate(batch, 1):
+        try:
+            made.append(draft(message, defaults))
+        except errors.CourierError as exc:
+            raise type(exc)(f"message {number} of the batch: {exc.message}") from None
+    return tuple(made)
+
+
+def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
+    if not isinstance(message, Outgoing):
+        message = Outgoing(message)
+    priority = defaults.priority if message.priority is None else message.priority
+    arguments.check_priority(priority)
+    if message.dedup_id == "":
+        raise errors.BadRequest("a dedup id must not be empty")
+    timed = message.delay is not None or message.not_before is not None
+    return models.Draft(
+        body=arguments.body(message.body),
+        receiver=defaults.receiver if message.receiver is None else message.receiver,
+        priority=priority,
+        context=defaults.context if message.context is None else message.context,
+        delay_ms=arguments.delay_ms(
+            message.delay if timed else defaults.delay,
+            message.not_before if timed else defaults.not_before,
+        ),
+        ttl_ms=arguments.positive_ms(defaults.ttl if message.ttl is None else message.ttl, "ttl"),
+        dedup_id=message.dedup_id,
+    )
+
+
+def counted(count: int, what: str) -> int:
+    """A batch read's count, from 1 to the protocol's limit."""
+    if not 1 <= count <= MAX_BATCH:
+        raise errors.BadRequest(f"{what} must be from 1 to {MAX_BATCH}, not {count}")
+    return count
+
+
+def deliveries(batch: Iterable[models.Message | int]) -> tuple[int, ...]:
+    """The delivery ids of leased messages (or the ids themselves), 1 to the limit."""
+    ids = tuple(arguments.delivery(one) for one in batch)
+    counted(len(ids), "the number of deliveries")
+    return ids

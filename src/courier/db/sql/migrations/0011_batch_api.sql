@@ -1,0 +1,263 @@
+-- Migration 0011: one request carries many messages. courier_send_many_v1 stores a
+-- batch in the same queues all or none; courier_pop_many_v1 takes up to so many
+-- messages for one reader; courier_nack_many_v1 gives many deliveries back, each with
+-- its own result (acks in bulk take courier_exchange_v2's set-based acks).
+-- courier_exchange_v4 carries such batches beside the single requests.
+
+-- A batch of messages for the same queues, all or none; one row per message, in
+-- order, with its ids (one per queue, in queue order). Messages without a delay, an
+-- expiry or a dedup id are stored set-based; a batch with any such message is stored
+-- one message at a time. The first bad message fails the batch, naming its number.
+CREATE FUNCTION courier_send_many_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_count integer := coalesce(cardinality(p_bodies), 0);
+    v_copy_requests integer[];
+    v_copy_queues bigint[];
+    v_row record;
+    v_k integer := 0;
+    v_detail text;
+BEGIN
+    IF v_count = 0 THEN
+        PERFORM courier_fail_v1(10, 'a batch needs at least one message');
+    END IF;
+    IF coalesce(cardinality(p_receivers), 0) <> v_count
+       OR coalesce(cardinality(p_priorities), 0) <> v_count
+       OR coalesce(cardinality(p_contexts), 0) <> v_count
+       OR coalesce(cardinality(p_delays), 0) <> v_count
+       OR coalesce(cardinality(p_ttls), 0) <> v_count
+       OR coalesce(cardinality(p_dedup_ids), 0) <> v_count THEN
+        PERFORM courier_fail_v1(10, 'every field of a batch has one value per message');
+    END IF;
+    IF EXISTS (SELECT FROM generate_subscripts(p_bodies, 1) k
+               WHERE coalesce(p_delays[k], 0) <> 0 OR p_ttls[k] IS NOT NULL
+                     OR p_dedup_ids[k] IS NOT NULL) THEN
+        BEGIN
+            FOR v_i IN 1..v_count LOOP
+                v_k := v_i;
+                RETURN QUERY
+                SELECT s.message_ids, courier_elapsed_ns_v1(v_started)
+                FROM courier_send_v2(p_sender_id, p_queue_ids, p_bodies[v_i], p_receivers[v_i],
+                                     p_priorities[v_i], p_contexts[v_i], p_max_body_bytes,
+                                     coalesce(p_delays[v_i], 0), p_ttls[v_i], p_dedup_ids[v_i],
+                                     p_dedup_window_ms) s;
+            END LOOP;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
+            RAISE EXCEPTION USING ERRCODE = SQLSTATE, DETAIL = v_detail,
+                MESSAGE = format('message %s of the batch: %s', v_k, SQLERRM);
+        END;
+        RETURN;
+    END IF;
+    SELECT array_agg(k::integer ORDER BY k, q.ord), array_agg(q.id ORDER BY k, q.ord)
+    INTO v_copy_requests, v_copy_queues
+    FROM generate_series(1, v_count) k, unnest(p_queue_ids) WITH ORDINALITY q(id, ord);
+    FOR v_row IN
+        SELECT s.request, s.status, s.message, s.message_ids
+        FROM courier_send_batch_v2(array_fill(p_sender_id, ARRAY[v_count]), p_bodies,
+                                   p_receivers, p_priorities, p_contexts, v_copy_requests,
+                                   v_copy_queues, p_max_body_bytes) s
+        ORDER BY s.request
+    LOOP
+        IF v_row.status <> 0 THEN
+            PERFORM courier_fail_v1(
+                v_row.status, format('message %s of the batch: %s', v_row.request, v_row.message),
+                CASE WHEN v_row.status = 12 THEN json_build_object(
+                    'size', octet_length(p_bodies[v_row.request]),
+                    'limit', p_max_body_bytes)::text ELSE '' END);
+        END IF;
+        message_ids := v_row.message_ids;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- Up to p_count messages visible to the reader, in read order; none when the queue
+-- has none (a missing queue fails). Plain pops by queue take the set-based walk;
+-- pops by sender and leased pops take them one at a time (courier_read_v2).
+CREATE FUNCTION courier_pop_many_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_row record;
+BEGIN
+    IF p_count IS NULL OR p_count < 1 THEN
+        PERFORM courier_fail_v1(10, 'a batch read takes at least one message');
+    END IF;
+    IF p_queue_id IS NULL THEN
+        PERFORM courier_fail_v1(10, 'a batch read needs a queue');
+    END IF;
+    IF p_sender_id IS NULL AND coalesce(p_lease_ms, 0) = 0 THEN
+        FOR v_row IN
+            SELECT * FROM courier_pop_batch_v2(p_queue_id, p_order,
+                                               array_fill(p_reader_id, ARRAY[p_count]))
+        LOOP
+            CONTINUE WHEN v_row.status = 5;  -- nothing more for this reader
+            IF v_row.status <> 0 THEN
+                PERFORM courier_fail_v1(v_row.status, v_row.message);
+            END IF;
+            id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
+            receiver_id := v_row.receiver_id; context := v_row.context;
+            priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
+            deliveries := v_row.deliveries; delivery_id := v_row.delivery_id;
+            dead_from := v_row.dead_from; failure := v_row.failure;
+            exec_ns := courier_elapsed_ns_v1(v_started);
+            RETURN NEXT;
+        END LOOP;
+        RETURN;
+    END IF;
+    FOR v_i IN 1..p_count LOOP
+        SELECT * INTO v_row FROM courier_read_v2(p_reader_id, p_queue_id, p_sender_id, p_order,
+                                                 true, coalesce(p_lease_ms, 0), p_instance_id);
+        EXIT WHEN v_row.status <> 0;
+        id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
+        receiver_id := v_row.receiver_id; context := v_row.context;
+        priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
+        deliveries := v_row.deliveries; delivery_id := v_row.delivery_id;
+        dead_from := v_row.dead_from; failure := v_row.failure;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- Each delivery given back as courier_nack_v1 does, each with its own result: status
+-- 0, or the status of why not (17: not held) and its message.
+CREATE FUNCTION courier_nack_many_v1(
+    p_holder_id bigint, p_delivery_ids bigint[], p_delay_ms integer, p_reason text)
+RETURNS TABLE (request integer, status smallint, message text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    FOR v_i IN 1..coalesce(cardinality(p_delivery_ids), 0) LOOP
+        request := v_i;
+        BEGIN
+            PERFORM courier_nack_v1(p_holder_id, p_delivery_ids[v_i], p_delay_ms, p_reason);
+            status := 0;
+            message := NULL;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            status := substr(SQLSTATE, 3)::smallint;
+            message := SQLERRM;
+        END;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
+-- A batch send and a batch read as courier_exchange_v4 takes them; request is the
+-- caller's number.
+CREATE TYPE courier_send_group_v1 AS (
+    request integer, sender_id bigint, queue_ids bigint[], bodies bytea[],
+    receivers bigint[], priorities integer[], contexts bigint[], delays integer[],
+    ttls integer[], dedup_ids text[]);
+
+CREATE TYPE courier_pop_group_v1 AS (
+    request integer, reader_id bigint, queue_id bigint, sender_id bigint, read_order text,
+    count integer, lease_ms integer, instance_id bigint);
+
+-- courier_exchange_v3, with batch sends stored right after the other sends and batch
+-- reads taken right after the other pops: acks, sends, option sends, batch sends,
+-- pops and reads, batch reads. A batch answers with one row per message (ids for a
+-- send, the message for a read), in order, all under its request number; a batch a
+-- client got wrong answers with one row of its status alone, undone whole.
+CREATE FUNCTION courier_exchange_v4(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v1[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v1[], p_pop_groups courier_pop_group_v1[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_send courier_send_group_v1;
+    v_pop courier_pop_group_v1;
+BEGIN
+    RETURN QUERY
+    SELECT * FROM courier_exchange_v3(
+        p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+        p_copy_sends, p_copy_queues, p_max_body_bytes,
+        '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',
+        p_ack_requests, p_ack_holders, p_ack_deliveries, p_option_sends, p_dedup_window_ms);
+    FOREACH v_send IN ARRAY coalesce(p_send_groups, '{}') LOOP
+        BEGIN
+            RETURN QUERY
+            SELECT v_send.request, 0::smallint, NULL::text, s.message_ids, NULL::bigint,
+                   NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+                   NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+                   NULL::bigint, NULL::text, s.exec_ns
+            FROM courier_send_many_v1(v_send.sender_id, v_send.queue_ids, v_send.bodies,
+                                      v_send.receivers, v_send.priorities, v_send.contexts,
+                                      v_send.delays, v_send.ttls, v_send.dedup_ids,
+                                      p_max_body_bytes, p_dedup_window_ms) s;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            RETURN QUERY
+            SELECT v_send.request, substr(SQLSTATE, 3)::smallint, SQLERRM, NULL::bigint[],
+                   NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+                   NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,
+                   NULL::bigint, NULL::bigint, NULL::text, 0::bigint;
+        END;
+    END LOOP;
+    IF cardinality(p_pop_requests) > 0 OR cardinality(p_read_requests) > 0 THEN
+        RETURN QUERY
+        SELECT * FROM courier_exchange_v2(
+            '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', p_max_body_bytes,
+            p_pop_requests, p_pop_queues, p_pop_orders, p_pop_readers,
+            p_read_requests, p_read_readers, p_read_queues, p_read_senders, p_read_orders,
+            p_read_pops, p_read_leases, p_read_instances, '{}', '{}', '{}');
+    END IF;
+    FOREACH v_pop IN ARRAY coalesce(p_pop_groups, '{}') LOOP
+        BEGIN
+            RETURN QUERY
+            SELECT v_pop.request, 0::smallint, NULL::text, NULL::bigint[], p.id, p.queue_id,
+                   p.sender_id, p.receiver_id, p.context, p.priority, p.created_at, p.body,
+                   p.deliveries, p.delivery_id, p.dead_from, p.failure, p.exec_ns
+            FROM courier_pop_many_v1(v_pop.reader_id, v_pop.queue_id, v_pop.sender_id,
+                                     v_pop.read_order, v_pop.count, v_pop.lease_ms,
+                                     v_pop.instance_id) p;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            RETURN QUERY
+            SELECT v_pop.request, substr(SQLSTATE, 3)::smallint, SQLERRM, NULL::bigint[],
+                   NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+                   NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,
+                   NULL::bigint, NULL::bigint, NULL::text, 0::bigint;
+        END;
+    END LOOP;
+END;
+$$;
