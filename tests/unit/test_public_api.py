@@ -17,7 +17,9 @@ PUBLIC = {
     "ClientMode",
     "Message",
     "Order",
+    "Outgoing",
     "Queue",
+    "Settled",
     "__version__",
     "errors",
 }

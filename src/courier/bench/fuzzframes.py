@@ -126,6 +126,8 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
             frames.Read(queue, None, models.Order.TIME, pop=True, lease_ms=1000),
             frames.Receive(queue, None, models.Order.PRIORITY, timeout_ms=5, lease_ms=500),
             frames.ConfigureQueue(queue, 3, None, False),
+            frames.ReceiveMany(queue, None, models.Order.TIME, 20, timeout_ms=5),
+            frames.ReceiveMany(queue, None, models.Order.PRIORITY, 5, 0, 500, 2, 5),
         ]
     found += [
         frames.Ack(1), frames.Nack(2, 100, "fuzz"), frames.Extend(3, 1000), frames.Cancel(1),
@@ -136,6 +138,9 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
         for receiver, priority, context in ((None, 5, None), (clients[0], 10, -2), (None, 0, 3)):
             found.append(frames.Send(tuple(chosen), body, receiver, priority, context))
         found.append(frames.Send(tuple(chosen), body, None, 5, None, 10, 60_000, f"fuzz-{index}"))
+        drafts = (models.Draft(body), models.Draft(body, clients[0], 9, 4, 10, 60_000, "fuzz"))
+        found.append(frames.SendMany(tuple(chosen), drafts * (index + 1)))
+    found += [frames.AckMany((1, 2, 3)), frames.NackMany((4, 5), 100, "fuzz")]
     return found
 
 

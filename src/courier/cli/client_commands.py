@@ -29,8 +29,8 @@ from typing import Any
 
 import click
 
-from courier import errors, models
-from courier.cli import common
+from courier import errors, models, protocol
+from courier.cli import batch_files, common
 
 ORDER = click.Choice([order.value for order in models.Order])
 
@@ -209,7 +209,18 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 
 @click.command(cls=common.Command)
 @click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
-@click.option("--file", help="Send the bytes of this file (- reads stdin) as the body.")
+@click.option(
+    "--file",
+    help="Send the bytes of this file (- reads stdin) as the body; a .jsonl file holds one"
+    " message per line, sent in batches (see --jsonl).",
+)
+@click.option(
+    "--jsonl",
+    is_flag=True,
+    help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
+    " an object with body (or body_base64), receiver, priority, context, delay, ttl and"
+    " dedup_id; sent in batches of up to 1000 messages, each batch all or none.",
+)
 @click.option("--receiver", type=int, help="Only this client id may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
@@ -220,6 +231,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 def send(
     queues: tuple[str, ...],
     file: str | None,
+    jsonl: bool,
     receiver: int | None,
     priority: int,
     context: int | None,
@@ -233,6 +245,12 @@ def send(
     if not names:
         raise click.UsageError("name at least one queue, then the body")
     refs = [queue_ref(name) for name in names]
+    if file is not None and (jsonl or batch_files.is_jsonl(file)):
+        if dedup_id is not None:
+            raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
+        send_lines(refs, file, receiver=receiver, priority=priority, context=context,
+                   delay=delay, ttl=ttl)  # fmt: skip
+        return
     data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
@@ -241,6 +259,28 @@ def send(
         )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
+
+
+def send_lines(refs: list[int | str], path: str, **defaults: Any) -> None:
+    """Every message of a JSON Lines file, batch by batch; prints the ids."""
+    messages = batch_files.read_messages(batch_files.open_lines(path, sys.stdin.buffer))
+    ids: list[list[int]] = []
+    with common.client() as client:
+        for batch in batch_files.batches(messages):
+            try:
+                ids += client.send_many(refs, batch, **defaults)
+            except errors.CourierError as exc:
+                if not ids:
+                    raise
+                raise type(exc)(
+                    f"{len(ids)} of {len(messages)} messages were stored before a batch"
+                    f" failed: {exc.message}"
+                ) from None
+    first, last = ids[0][0], ids[-1][0]
+    common.emit(
+        {"message_ids": ids},
+        lambda: common.say(f"sent {len(ids)} messages (ids {first} to {last} in {refs[0]})"),
+    )
 
 
 def read_options(command: Any) -> Any:
@@ -287,18 +327,38 @@ def pop(queue_name: str | None, sender: int | None, order: str, lease: float | N
 @click.command(cls=common.Command)
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
+@click.option(
+    "--max",
+    "max_count",
+    envvar="COURIER_RECEIVE_MAX",
+    type=click.IntRange(1, protocol.MAX_BATCH_MESSAGES),
+    help="Take up to this many in one request, as soon as there is one (--json: a list).",
+)
 @read_options
 @lease_option
 @common.client_options
 def receive(
-    queue_name: str, timeout: float, sender: int | None, order: str, lease: float | None
+    queue_name: str,
+    timeout: float,
+    max_count: int | None,
+    sender: int | None,
+    order: str,
+    lease: float | None,
 ) -> None:
     """Take the next message for me, waiting for one to arrive (exit 6 on timeout)."""
+    none = f"no message arrived within {timeout:g}s"
     with common.client() as client:
+        if max_count is not None:
+            messages = client.receive_many(
+                queue_ref(queue_name), max_messages=max_count, timeout=timeout, sender=sender,
+                order=order, lease=lease,
+            )  # fmt: skip
+            show_messages(messages, none)
+            return
         message = client.receive(
             queue_ref(queue_name), timeout=timeout, sender=sender, order=order, lease=lease
         )
-    show_message(message, f"no message arrived within {timeout:g}s")
+    show_message(message, none)
 
 
 @click.command(cls=common.Command)
@@ -467,6 +527,22 @@ def show_message(
     common.emit(
         message_json(message), lambda: print_message(message, hint=hint, in_shell=shell is not None)
     )
+
+
+def show_messages(messages: list[models.Message], none: str) -> None:
+    """Print the messages of a batch read, or fail with NoMessage (exit 6) if none."""
+    if not messages:
+        common.emit([], lambda: None)
+        raise errors.NoMessage(none)
+    shell = common.shell_state()
+    if shell is not None:
+        shell.last_message = messages[-1]
+
+    def human() -> None:
+        for message in messages:
+            print_message(message, hint=False, in_shell=shell is not None)
+
+    common.emit([message_json(message) for message in messages], human)
 
 
 def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> None:

@@ -28,6 +28,8 @@ NAMESPACE: dict[str, Any] = {
     "QueueSettings": models.QueueSettings,
     "Message": models.Message,
     "ClientInfo": models.ClientInfo,
+    "Draft": models.Draft,
+    "Settled": models.Settled,
     "Status": errors.Status,
     "datetime": datetime,
     "UTC": UTC,

@@ -1,0 +1,85 @@
+"""Messages from a JSON Lines file, for ``courier send --file messages.jsonl``.
+
+Each line is one message: a JSON string (the body, as text), or an object with
+``body`` (text) or ``body_base64`` (bytes), and any of ``receiver``, ``priority``,
+``context``, ``delay``, ``ttl`` (seconds) and ``dedup_id``. Blank lines are skipped.
+The messages go in batches of up to 1000 and 1 MiB of bodies, each batch stored all
+or none.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+import click
+
+from courier import config, protocol
+from courier.client import Outgoing
+
+FIELDS = {"receiver", "priority", "context", "delay", "ttl", "dedup_id"}
+BATCH_BYTES = config.Limits().max_batch_bytes
+
+
+def is_jsonl(path: str | None) -> bool:
+    return path is not None and path.endswith(".jsonl")
+
+
+def read_messages(lines: Iterable[bytes]) -> list[Outgoing]:
+    """Every message of the file; a bad line is a usage error naming its number."""
+    messages = []
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                messages.append(outgoing(json.loads(line)))
+            except (ValueError, TypeError, binascii.Error) as exc:
+                raise click.BadParameter(f"line {number}: {exc}", param_hint="--file") from None
+    if not messages:
+        raise click.BadParameter("the file holds no message", param_hint="--file")
+    return messages
+
+
+def outgoing(data: Any) -> Outgoing:
+    if isinstance(data, str):
+        return Outgoing(data)
+    if not isinstance(data, dict):
+        raise ValueError("a line is a JSON string or object")
+    unknown = set(data) - FIELDS - {"body", "body_base64"}
+    if unknown:
+        raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
+    if ("body" in data) == ("body_base64" in data):
+        raise ValueError("give body or body_base64, exactly one")
+    body = (
+        base64.b64decode(data["body_base64"], validate=True)
+        if "body_base64" in data
+        else str(data["body"])
+    )
+    return Outgoing(body, **{name: data[name] for name in FIELDS & set(data)})
+
+
+def batches(messages: list[Outgoing]) -> Iterator[list[Outgoing]]:
+    """The messages cut into batches the server takes by default."""
+    batch: list[Outgoing] = []
+    size = 0
+    for message in messages:
+        length = len(message.body if isinstance(message.body, bytes) else message.body.encode())
+        if batch and (len(batch) == protocol.MAX_BATCH_MESSAGES or size + length > BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append(message)
+        size += length
+    if batch:
+        yield batch
+
+
+def open_lines(path: str, stdin: IO[bytes]) -> Iterable[bytes]:
+    if path == "-":
+        return stdin.readlines()
+    try:
+        with open(path, "rb") as file:
+            return file.readlines()
+    except OSError as exc:
+        raise click.BadParameter(f"cannot read {path}: {exc.strerror}") from None
