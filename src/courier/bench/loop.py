@@ -38,12 +38,15 @@ ERROR_PAUSE_S = 0.01
 
 
 class Peer(Protocol):
-    """One benchmark client of some system."""
+    """One benchmark client of some system: one request each, of one message or of a
+    batch of them."""
 
-    async def send(self) -> None: ...
+    async def send(self) -> int:
+        """Send; how many messages went."""
+        ...
 
-    async def pop(self) -> bool:
-        """Pop one message; False when the queue was empty."""
+    async def pop(self) -> int:
+        """Pop; how many messages came (0: the queue was empty)."""
         ...
 
 
@@ -116,6 +119,8 @@ class Tally:
     empty_pops: int = 0
     errors: int = 0
     last_error: str = ""
+    sent_messages: int = 0
+    popped_messages: int = 0
     send_interval: array.array[int] = field(default_factory=_intervals)
     pop_interval: array.array[int] = field(default_factory=_intervals)
 
@@ -178,17 +183,19 @@ async def drive(peer: Peer, window: Window, tally: Tally) -> None:
     while time.perf_counter_ns() < window.until_ns:
         try:
             began = time.perf_counter_ns()
-            await peer.send()
+            went = await peer.send()
             sent = time.perf_counter_ns()
             if window.measures(sent):
                 tally.send_ns.append(sent - began)
                 tally.send_interval.append(window.interval(sent))
+                tally.sent_messages += went
             got = await peer.pop()
             popped = time.perf_counter_ns()
             if window.measures(popped):
                 tally.pop_ns.append(popped - sent)
                 tally.pop_interval.append(window.interval(popped))
                 tally.empty_pops += not got
+                tally.popped_messages += got
         except Exception as exc:  # any system's failure: count it, go on, report the last
             tally.errors += 1
             tally.last_error = f"{type(exc).__name__}: {exc}"
@@ -204,6 +211,8 @@ def report(process: str, tallies: Sequence[Tally]) -> results.ClientsReport:
         empty_pops=sum(tally.empty_pops for tally in tallies),
         errors=sum(tally.errors for tally in tallies),
         last_error=last_errors[-1] if last_errors else "",
+        sent_messages=sum(tally.sent_messages for tally in tallies),
+        popped_messages=sum(tally.popped_messages for tally in tallies),
         send_interval=_join([tally.send_interval for tally in tallies], numpy.int32),
         pop_interval=_join([tally.pop_interval for tally in tallies], numpy.int32),
     )

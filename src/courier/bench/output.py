@@ -95,6 +95,8 @@ class ProgressReporter:
 
 
 COLUMNS = ("system", "clients", "ops/s", "cycles/s", "p50 ms", "p90 ms", "p99 ms")
+BATCH_COLUMNS = ("system", "clients", "requests/s", "msgs/s", "delivered/s", "p50 ms", "p90 ms",
+                 "p99 ms")  # fmt: skip
 
 
 def level_tables(found: Sequence[results.LevelResult]) -> list[Table]:
@@ -102,14 +104,17 @@ def level_tables(found: Sequence[results.LevelResult]) -> list[Table]:
     by_peer = {(r.clients, r.peer): r for r in results.ratios(found)}
     tables = []
     for clients in sorted({result.clients for result in found}):
-        table = Table(title=f"{clients} clients", title_justify="left")
-        for column in (*COLUMNS, "ops ratio", "p99 ratio"):
+        level = [r for r in found if r.clients == clients]
+        batch = max(result.batch for result in level)
+        title = f"{clients} clients" + (f", batches of {batch}" if batch > 1 else "")
+        table = Table(title=title, title_justify="left")
+        columns = BATCH_COLUMNS if batch > 1 else COLUMNS
+        for column in (*columns, "msgs ratio" if batch > 1 else "ops ratio", "p99 ratio"):
             table.add_column(column, justify="left" if column == "system" else "right")
-        for result in (r for r in found if r.clients == clients):
+        for result in level:
             compared = by_peer.get((clients, result.system))
             table.add_row(
-                result.system, str(clients), f"{result.ops_per_s:,.0f}",
-                f"{result.cycles_per_s:,.0f}", *_percentiles(result.latency),
+                result.system, str(clients), *_rates(result), *_percentiles(result.latency),
                 _times(compared.ops if compared else None),
                 _times(compared.p99 if compared else None),
             )  # fmt: skip
@@ -133,6 +138,13 @@ def standard_table(settings: standard.Settings, found: standard.StandardResult) 
             *_percentiles(summary.latency), end_section=index == last,
         )  # fmt: skip
     return table
+
+
+def _rates(result: results.LevelResult) -> list[str]:
+    rates: tuple[float, ...] = (result.ops_per_s, result.cycles_per_s)
+    if result.batch > 1:
+        rates = (result.ops_per_s, result.messages_per_s, result.delivered_per_s)
+    return [f"{rate:,.0f}" for rate in rates]
 
 
 def _percentiles(latency: results.Latency | None) -> list[str]:

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import asyncpg
 
-from courier import config, errors
+from courier import config, errors, models
 from courier.bench import database, defaults, loop
 from courier.client import AsyncClient
 from courier.db import repository
@@ -61,6 +61,7 @@ class CourierTarget:
     servers: tuple[str, ...]
     queue_id: int
     names: tuple[str, ...]
+    batch: int = 1
 
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
@@ -70,6 +71,8 @@ class CourierTarget:
             ordered = ",".join(self.servers[first:] + self.servers[:first])
             opening = AsyncClient.connect(ordered, name=self.names[index])
             client = await stack.enter_async_context(opening)
+            if self.batch > 1:
+                return CourierBatchPeer(client, self.queue_id, [body] * self.batch)
             return CourierPeer(client, self.queue_id, body)
 
         return list(await asyncio.gather(*(connect(index) for index in clients)))
@@ -81,11 +84,27 @@ class CourierPeer:
     queue_id: int
     body: str
 
-    async def send(self) -> None:
+    async def send(self) -> int:
         await self.client.send(self.queue_id, self.body)
+        return 1
 
-    async def pop(self) -> bool:
+    async def pop(self) -> int:
         return await self.client.pop(self.queue_id) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CourierBatchPeer:
+    """send_many of a whole batch, then pop_many of as many."""
+
+    client: AsyncClient
+    queue_id: int
+    bodies: list[str]
+
+    async def send(self) -> int:
+        return len(await self.client.send_many(self.queue_id, self.bodies))
+
+    async def pop(self) -> int:
+        return len(await self.client.pop_many(self.queue_id, len(self.bodies)))
 
 
 @dataclass(slots=True)
@@ -95,6 +114,7 @@ class Courier:
     log_dir: Path
     middlewares: int = defaults.MIDDLEWARES
     pool_size: int = defaults.SERVE.pool.max_size
+    batch: int = 1
     name: str = defaults.COURIER
     version: str = ""
     _servers: list[str] = field(default_factory=list)
@@ -130,7 +150,7 @@ class Courier:
         queue = await self._setup.queue(f"{self.prefix}-{clients}")
         try:
             names = tuple(client_names(self.prefix, clients))
-            yield CourierTarget(tuple(self._servers), queue.id, names)
+            yield CourierTarget(tuple(self._servers), queue.id, names, self.batch)
         finally:
             await self._setup.client.delete_queue(queue.id)
 
@@ -143,6 +163,7 @@ class DatabaseTarget:
     dsn: str
     queue_id: int
     client_ids: tuple[int, ...]
+    batch: int = 1
 
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
@@ -152,7 +173,7 @@ class DatabaseTarget:
         stack.push_async_callback(pool.close)
         repo = repository.Repository(pool)
         return [
-            DatabasePeer(repo, self.client_ids[index], self.queue_id, body.encode())
+            DatabasePeer(repo, self.client_ids[index], self.queue_id, body.encode(), self.batch)
             for index in clients
         ]
 
@@ -163,22 +184,30 @@ class DatabasePeer:
     client_id: int
     queue_id: int
     body: bytes
+    batch: int = 1
 
-    async def send(self) -> None:
+    async def send(self) -> int:
+        if self.batch > 1:
+            drafts = [models.Draft(self.body)] * self.batch
+            return len(await self.repo.send_many(self.client_id, [self.queue_id], drafts))
         await self.repo.send(self.client_id, [self.queue_id], self.body)
+        return 1
 
-    async def pop(self) -> bool:
+    async def pop(self) -> int:
+        if self.batch > 1:
+            return len(await self.repo.pop_many(self.client_id, self.queue_id, self.batch))
         try:
             await self.repo.read(self.client_id, queue_id=self.queue_id, pop=True)
         except errors.QueueEmpty:
-            return False
-        return True
+            return 0
+        return 1
 
 
 @dataclass(slots=True)
 class CourierDatabase:
     dsn: str
     prefix: str
+    batch: int = 1
     name: str = defaults.COURIER_DB
     version: str = ""
     _repo: repository.Repository | None = None
@@ -211,6 +240,6 @@ class CourierDatabase:
             )
         queue = await self._repo.create_queue(f"{self.prefix}-{clients}")
         try:
-            yield DatabaseTarget(self.dsn, queue.id, tuple(self._ids[:clients]))
+            yield DatabaseTarget(self.dsn, queue.id, tuple(self._ids[:clients]), self.batch)
         finally:
             await self._repo.delete_queue(queue.id)

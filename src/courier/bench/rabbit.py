@@ -6,6 +6,10 @@ so a large level stays within the broker's default limit of 1,024 open files (pa
 it the broker fails every request until it is restarted). A send
 publishes a persistent message (delivery_mode 2) to a durable queue and returns
 once the broker has confirmed it; a pop is ``basic.get`` followed by the ack.
+With batches (``--batch B``) the nearest equivalent: a send publishes B messages at
+once and returns when all B are confirmed, and each client consumes with a prefetch
+of B, a pop taking what has arrived (up to B, waiting up to a second for the first)
+and acknowledging it with one multiple ack.
 When the broker cannot be reached the system is skipped, saying so.
 """
 
@@ -25,6 +29,8 @@ import aio_pika.exceptions
 from courier.bench import defaults, loop, peers
 
 CONNECT_TIMEOUT_S = 5.0
+BATCH_POP_WAIT_S = 1.0
+"""How long a batch pop waits for its first message before it counts as empty."""
 MAX_CONNECTIONS = 128
 """AMQP connections one client process opens at most."""
 UNREACHABLE = (OSError, asyncio.TimeoutError, aio_pika.exceptions.AMQPError)
@@ -48,6 +54,7 @@ def shown(url: str) -> str:
 class RabbitTarget:
     url: str
     queue: str
+    batch: int = 1
 
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
@@ -63,6 +70,8 @@ class RabbitTarget:
         async def open_peer(connection: aio_pika.abc.AbstractConnection) -> loop.Peer:
             channel = await connection.channel(publisher_confirms=True)
             queue = await channel.declare_queue(self.queue, durable=True)
+            if self.batch > 1:
+                return await RabbitBatchPeer.consuming(channel, queue, payload, self.batch)
             return RabbitPeer(channel.default_exchange, queue, payload)
 
         count = min(len(clients), MAX_CONNECTIONS)
@@ -77,22 +86,72 @@ class RabbitPeer:
     queue: aio_pika.abc.AbstractQueue
     payload: bytes
 
-    async def send(self) -> None:
+    async def send(self) -> int:
         message = aio_pika.Message(self.payload, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
         await self.exchange.publish(message, routing_key=self.queue.name)
+        return 1
 
-    async def pop(self) -> bool:
+    async def pop(self) -> int:
         message = await self.queue.get(no_ack=False, fail=False)
         if message is None:
-            return False
+            return 0
         await message.ack()
-        return True
+        return 1
+
+
+@dataclass(frozen=True, slots=True)
+class RabbitBatchPeer:
+    """Publishes a batch with confirms; consumes with a prefetch of one batch."""
+
+    exchange: aio_pika.abc.AbstractExchange
+    queue: aio_pika.abc.AbstractQueue
+    payload: bytes
+    batch: int
+    inbox: asyncio.Queue[aio_pika.abc.AbstractIncomingMessage]
+
+    @classmethod
+    async def consuming(
+        cls,
+        channel: aio_pika.abc.AbstractChannel,
+        queue: aio_pika.abc.AbstractQueue,
+        payload: bytes,
+        batch: int,
+    ) -> RabbitBatchPeer:
+        await channel.set_qos(prefetch_count=batch)
+        inbox: asyncio.Queue[aio_pika.abc.AbstractIncomingMessage] = asyncio.Queue()
+
+        async def arrived(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            inbox.put_nowait(message)
+
+        await queue.consume(arrived, no_ack=False)
+        return cls(channel.default_exchange, queue, payload, batch, inbox)
+
+    async def send(self) -> int:
+        def message() -> aio_pika.Message:
+            return aio_pika.Message(self.payload, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+
+        await asyncio.gather(*(
+            self.exchange.publish(message(), routing_key=self.queue.name)
+            for _ in range(self.batch)
+        ))  # fmt: skip
+        return self.batch
+
+    async def pop(self) -> int:
+        try:
+            taken = [await asyncio.wait_for(self.inbox.get(), BATCH_POP_WAIT_S)]
+        except TimeoutError:
+            return 0
+        while len(taken) < self.batch and not self.inbox.empty():
+            taken.append(self.inbox.get_nowait())
+        await taken[-1].ack(multiple=True)
+        return len(taken)
 
 
 @dataclass(slots=True)
 class RabbitMq:
     url: str
     prefix: str
+    batch: int = 1
     name: str = defaults.RABBITMQ
     version: str = ""
     _channel: aio_pika.abc.AbstractChannel | None = None
@@ -127,7 +186,7 @@ class RabbitMq:
                 f"RabbitMQ at {shown(self.url)} failed to declare a queue, skipped ({exc!r})"
             ) from exc
         try:
-            yield RabbitTarget(self.url, name)
+            yield RabbitTarget(self.url, name, self.batch)
         finally:
             await queue.delete(if_unused=False, if_empty=False)
 

@@ -34,6 +34,7 @@ class Settings:
     dsn: str | None = None  # None: a fresh durable embedded PostgreSQL
     rabbitmq: str | None = defaults.RABBITMQ_URL  # None: leave RabbitMQ out
     message_size: int = defaults.MESSAGE_SIZE
+    batch: int = 1  # messages per send and per pop (1: single requests)
 
     @property
     def uses_database(self) -> bool:
@@ -55,6 +56,7 @@ class Settings:
             "middlewares": self.middlewares,
             "pool_size": self.pool_size,
             "message_size": self.message_size,
+            "batch": self.batch,
             "database": "given DSN" if self.dsn else "fresh embedded PostgreSQL, durable",
             "rabbitmq": rabbit.shown(self.rabbitmq) if self.rabbitmq else None,
         }
@@ -107,12 +109,12 @@ def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) ->
     if name == defaults.COURIER:
         return peers.Courier(
             dsn, prefix, work / "logs", middlewares=settings.middlewares,
-            pool_size=settings.pool_size,
+            pool_size=settings.pool_size, batch=settings.batch,
         )  # fmt: skip
     if name == defaults.COURIER_DB:
-        return peers.CourierDatabase(dsn, f"{prefix}-db")
+        return peers.CourierDatabase(dsn, f"{prefix}-db", settings.batch)
     if name == defaults.RABBITMQ and settings.rabbitmq:
-        return rabbit.RabbitMq(settings.rabbitmq, f"courier-{prefix}")
+        return rabbit.RabbitMq(settings.rabbitmq, f"courier-{prefix}", settings.batch)
     raise ValueError(f"unknown system {name!r}")
 
 
@@ -157,6 +159,6 @@ async def run_level(
         reporter.level_progress(min(elapsed_s, shape.seconds))
 
     reports = await launch.closed_loop(system, target, clients, shape, watch)
-    result = results.combine(system, clients, settings.duration_s, reports)
+    result = results.combine(system, clients, settings.duration_s, reports, settings.batch)
     reporter.level_finished(result)
     return result

@@ -105,6 +105,14 @@ def bench() -> None:
     show_default=True,
     help="RabbitMQ URL; 'none' leaves RabbitMQ out.",
 )
+@click.option(
+    "--batch",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 1000),
+    help="Messages per send and per pop: send_many then pop_many (RabbitMQ: confirms per"
+    " batch, consumer prefetch of the batch).",
+)
 @json_option
 @plot_option("throughput and p99 against clients")
 def peers(
@@ -117,6 +125,7 @@ def peers(
     pool_size: int,
     dsn: str | None,
     rabbitmq: str,
+    batch: int,
     json: Path | None,
     plot: Path | None,
 ) -> None:
@@ -134,7 +143,7 @@ def peers(
     settings = sweep.Settings(
         systems=chosen, clients=_levels(clients), duration_s=duration, warmup_s=warmup,
         processes=processes, middlewares=middlewares, pool_size=pool_size, dsn=dsn,
-        rabbitmq=None if no_rabbitmq else rabbitmq,
+        rabbitmq=None if no_rabbitmq else rabbitmq, batch=batch,
     )  # fmt: skip
     with output.ProgressReporter(stderr) as reporter:
         outcome = _interruptible(lambda: sweep.run(settings, reporter))

@@ -110,6 +110,13 @@ DEFAULTS = config.ServerSettings()
     help="Receives and waits for a response one connection may have waiting at once.",
 )
 @click.option(
+    "--max-batch-bytes",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.limits.max_batch_bytes,
+    show_default=True,
+    help="Bytes of bodies one batch send may carry, and one batch read answer.",
+)
+@click.option(
     "--dedup-window",
     default=DEFAULTS.limits.dedup_window,
     show_default=True,
@@ -172,6 +179,7 @@ def serve(
     max_queues_per_client: int,
     max_wait: float,
     max_waits_per_connection: int,
+    max_batch_bytes: int,
     dedup_window: float,
     heartbeat_interval: float,
     notify_check: float,
@@ -210,6 +218,7 @@ def serve(
             max_queues_per_client=max_queues_per_client,
             max_wait=max_wait,
             max_waits_per_connection=max_waits_per_connection,
+            max_batch_bytes=max_batch_bytes,
         ),
         heartbeat_interval=heartbeat_interval,
         notify_check=notify_check,

@@ -34,14 +34,15 @@ class TimedPeer:
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
 
-    async def send(self) -> None:
+    async def send(self) -> int:
         self.clock.now_ns += 15 * MS
         await asyncio.sleep(0)
+        return 1
 
-    async def pop(self) -> bool:
+    async def pop(self) -> int:
         self.clock.now_ns += 10 * MS
         await asyncio.sleep(0)
-        return True
+        return 1
 
 
 @pytest.fixture

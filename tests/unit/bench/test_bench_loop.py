@@ -21,18 +21,19 @@ class FakePeer:
         self.fail_on_send = fail_on_send
         self.finished: list[int] = []  # perf_counter_ns at the end of each request
 
-    async def send(self) -> None:
+    async def send(self) -> int:
         self.sends += 1
         await asyncio.sleep(0.002)
         if self.sends == self.fail_on_send:
             raise ConnectionResetError("gone")
         self.finished.append(time.perf_counter_ns())
+        return 1
 
-    async def pop(self) -> bool:
+    async def pop(self) -> int:
         self.pops += 1
         await asyncio.sleep(0.001)
         self.finished.append(time.perf_counter_ns())
-        return self.pops % 3 != 0
+        return int(self.pops % 3 != 0)
 
 
 def window(warmup_ms: int, measured_ms: int) -> loop.Window:
