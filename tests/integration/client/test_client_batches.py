@@ -217,3 +217,28 @@ async def test_every_message_goes_to_exactly_one_of_32_batch_readers(
         results = await asyncio.gather(*consumers)
     every = [number for got in results for number in got]
     assert sorted(every) == list(range(total))
+
+
+async def test_a_cancelled_batch_read_gives_back_what_it_held(
+    servers: list[ServerProcess], unique: Unique
+) -> None:
+    name = unique("impatient")
+    async with courier.AsyncClient.connect(address(servers[0])) as anonymous:
+        await anonymous.register(name)
+    async with courier.AsyncClient.connect(address(servers[0]), name=name) as client:
+        queue = await client.create_queue(unique("q"))
+        waiting = asyncio.ensure_future(client.receive_many(
+            queue.id, max_messages=10, timeout=30, min_messages=5, max_wait=30, lease=30
+        ))  # fmt: skip
+        await asyncio.sleep(0.2)
+        await client.send_many(queue.id, ["one", "two"])
+        await asyncio.sleep(0.5)  # the server holds both, waiting for three more
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        deadline = time.monotonic() + 5
+        back: list[courier.Message] = []
+        while len(back) < 2 and time.monotonic() < deadline:
+            back += await client.pop_many(queue.id, 10)
+            await asyncio.sleep(0.05)
+        assert [message.text for message in back] == ["one", "two"]

@@ -77,8 +77,8 @@ async def test_oversize_body_is_refused_but_oversize_frame_closes(
     assert await client.ok(frames.GetQueue(queue.id, None)) == frames.QueueReply(
         models.Queue(queue.id, "q", 1)
     )
-    # Far beyond any message: the frame itself is refused and the stream is given up.
-    client.send_raw(protocol.encode(99, frames.Send((queue.id,), b"x" * 1_000_000, None, 5, None)))
+    # Far beyond any message or batch: the frame itself is refused and the stream is given up.
+    client.send_raw(protocol.encode(99, frames.Send((queue.id,), b"x" * 5_000_000, None, 5, None)))
     reply = await expect_error_then_close(client, 0)
     assert reply.status == Status.BAD_REQUEST and "exceeds the limit" in reply.message
 
