@@ -143,6 +143,15 @@ class Reader:
         value: int = codec.unpack(self.take(codec.size, field))[0]
         return value
 
+    def fields(self, codec: struct.Struct, what: str) -> tuple[int, ...]:
+        """Several fixed-size integer fields at once (the hot layouts read this way)."""
+        end = self.offset + codec.size
+        if end > len(self.body):
+            raise self.fail(f"body ends inside {what} (needs {end} bytes, has {len(self.body)})")
+        values: tuple[int, ...] = codec.unpack_from(self.body, self.offset)
+        self.offset = end
+        return values
+
     def u8(self, field: str) -> int:
         return self.unpack(U8, field)
 
@@ -156,7 +165,9 @@ class Reader:
         return self.unpack(I64, field)
 
     def boolean(self, field: str) -> bool:
-        value = self.u8(field)
+        return self.as_boolean(self.u8(field), field)
+
+    def as_boolean(self, value: int, field: str) -> bool:
         if value > 1:
             raise self.fail(f"{field} is {value}; a boolean must be 0 or 1")
         return value == 1
@@ -171,7 +182,9 @@ class Reader:
         return self.u32(field) or None
 
     def name(self, field: str) -> str:
-        data = self.take(self.u16(f"len({field})"), field)
+        return self.text(self.take(self.u16(f"len({field})"), field), field)
+
+    def text(self, data: bytes, field: str) -> str:
         try:
             return data.decode()
         except UnicodeDecodeError as exc:
@@ -186,7 +199,9 @@ class Reader:
         return self.take(self.u32(f"len({field})"), field)
 
     def timestamp(self, field: str) -> datetime:
-        micros = self.i64(field)
+        return self.as_timestamp(self.i64(field), field)
+
+    def as_timestamp(self, micros: int, field: str) -> datetime:
         try:
             return EPOCH + micros * MICROSECOND
         except OverflowError as exc:
