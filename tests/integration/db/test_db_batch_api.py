@@ -191,3 +191,45 @@ async def test_concurrent_batch_readers_get_each_message_exactly_once(
     every = [number for taken in results for number in taken]
     assert sorted(every) == list(range(total))  # none twice, none left behind
     assert any(size > 1 for size in batched.batches)  # they did share calls
+
+
+async def test_the_stored_function_checks_what_the_repository_lets_through(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    viewer = await repo.register_client("viewer", models.ClientMode.READ_ONLY)
+    call = "SELECT * FROM courier_send_many_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, 65536, 0)"
+
+    async def send_raw(sender: int, queues: list[int], priorities: list[int],
+                       receivers: list[int | None]) -> str:  # fmt: skip
+        count = len(priorities)
+        try:
+            await pool.fetch(call, sender, queues, [b"m"] * count, receivers, priorities,
+                             [None] * count, [0] * count, [None] * count, [None] * count)  # fmt: skip
+        except asyncpg.PostgresError as exc:
+            return f"{exc.sqlstate} {exc}"
+        return "stored"
+
+    assert await send_raw(writer.id, [queue.id], [5, 11], [None, None]) == (
+        "CQ011 message 2 of the batch: priority 11 is not from 1 to 10"
+    )
+    assert await send_raw(viewer.id, [queue.id], [5], [None]) == (
+        f"CQ013 message 1 of the batch: client {viewer.id} is read-only"
+    )
+    assert (await send_raw(writer.id, [queue.id, queue.id], [5], [None])).startswith("CQ010")
+    assert (await send_raw(writer.id, [queue.id], [5, 5], [None, 0])).startswith("CQ010")
+    assert await message_count(pool) == 0
+    assert await send_raw(writer.id, [queue.id], [5, 9], [None, writer.id]) == "stored"
+    assert await message_count(pool) == 2
+
+
+async def test_a_shared_batch_read_keeps_priority_order(
+    repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    reader = await repo.register_client("only shared")
+    priorities = [3, 9, 1, 9, 5]
+    await repo.send_many(writer.id, [queue.id], [Draft(str(k).encode(), priority=p)
+                                                 for k, p in enumerate(priorities)])  # fmt: skip
+    taken = await repo.pop_many(reader.id, queue.id, 3, order=models.Order.PRIORITY)
+    assert [message.body for message in taken] == [b"1", b"3", b"4"]
+    rest = await repo.pop_many(reader.id, queue.id, 10)
+    assert [message.body for message in rest] == [b"0", b"2"]

@@ -411,6 +411,17 @@ $$;
 
 -- == Batch API (migration 0011) =====================================================
 
+CREATE FUNCTION courier_send_many_checked_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_max_body_bytes integer,
+    p_started timestamptz)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+    FROM generate_subscripts(p_bodies, 1)
+$$;
+
 CREATE FUNCTION courier_send_many_v1(
     p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],

@@ -2021,23 +2021,67 @@ $$;
 -- One request carries many messages: a batch send all or none, a batch read, many
 -- nacks with a result each, and courier_exchange_v4 carrying them beside the rest.
 
+-- A plain batch as courier_send_batch_v2 checks and stores it (limits, room, and
+-- the status of every message); the first failing message fails the batch.
+CREATE FUNCTION courier_send_many_checked_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_max_body_bytes integer,
+    p_started timestamptz)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_count integer := cardinality(p_bodies);
+    v_copy_requests integer[];
+    v_copy_queues bigint[];
+    v_row record;
+BEGIN
+    SELECT array_agg(k::integer ORDER BY k, q.ord), array_agg(q.id ORDER BY k, q.ord)
+    INTO v_copy_requests, v_copy_queues
+    FROM generate_series(1, v_count) k, unnest(p_queue_ids) WITH ORDINALITY q(id, ord);
+    FOR v_row IN
+        SELECT s.request, s.status, s.message, s.message_ids
+        FROM courier_send_batch_v2(array_fill(p_sender_id, ARRAY[v_count]), p_bodies,
+                                   p_receivers, p_priorities, p_contexts, v_copy_requests,
+                                   v_copy_queues, p_max_body_bytes) s
+        ORDER BY s.request
+    LOOP
+        IF v_row.status <> 0 THEN
+            PERFORM courier_fail_v1(
+                v_row.status, format('message %s of the batch: %s', v_row.request, v_row.message),
+                CASE WHEN v_row.status = 12 THEN json_build_object(
+                    'size', octet_length(p_bodies[v_row.request]),
+                    'limit', p_max_body_bytes)::text ELSE '' END);
+        END IF;
+        message_ids := v_row.message_ids;
+        exec_ns := courier_elapsed_ns_v1(p_started);
+        RETURN NEXT;
+    END LOOP;
+END;
+$$;
+
 -- A batch of messages for the same queues, all or none; one row per message, in
--- order, with its ids (one per queue, in queue order). Messages without a delay, an
--- expiry or a dedup id are stored set-based; a batch with any such message is stored
--- one message at a time. The first bad message fails the batch, naming its number.
+-- order, with its ids (one per queue, in queue order). A plain batch (no delay,
+-- expiry or dedup id) is checked once and stored in one statement; one that fails a
+-- check, or names a queue with a limit, goes through courier_send_many_checked_v1. A
+-- batch with any other message is stored one message at a time. The first bad
+-- message fails the batch, naming its number.
 CREATE FUNCTION courier_send_many_v1(
     p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
     p_dedup_ids text[], p_max_body_bytes integer, p_dedup_window_ms integer)
 RETURNS TABLE (message_ids bigint[], exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Plan once: custom plans of these statements cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_count integer := coalesce(cardinality(p_bodies), 0);
-    v_copy_requests integer[];
-    v_copy_queues bigint[];
-    v_row record;
+    v_found bigint;
+    v_limited boolean;
+    v_mode text;
     v_k integer := 0;
     v_detail text;
 BEGIN
@@ -2075,27 +2119,58 @@ BEGIN
         END;
         RETURN;
     END IF;
-    SELECT array_agg(k::integer ORDER BY k, q.ord), array_agg(q.id ORDER BY k, q.ord)
-    INTO v_copy_requests, v_copy_queues
-    FROM generate_series(1, v_count) k, unnest(p_queue_ids) WITH ORDINALITY q(id, ord);
-    FOR v_row IN
-        SELECT s.request, s.status, s.message, s.message_ids
-        FROM courier_send_batch_v2(array_fill(p_sender_id, ARRAY[v_count]), p_bodies,
-                                   p_receivers, p_priorities, p_contexts, v_copy_requests,
-                                   v_copy_queues, p_max_body_bytes) s
-        ORDER BY s.request
-    LOOP
-        IF v_row.status <> 0 THEN
-            PERFORM courier_fail_v1(
-                v_row.status, format('message %s of the batch: %s', v_row.request, v_row.message),
-                CASE WHEN v_row.status = 12 THEN json_build_object(
-                    'size', octet_length(p_bodies[v_row.request]),
-                    'limit', p_max_body_bytes)::text ELSE '' END);
-        END IF;
-        message_ids := v_row.message_ids;
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
+    IF coalesce(cardinality(p_queue_ids), 0) = 0 THEN
+        PERFORM courier_fail_v1(10, 'message 1 of the batch: a message needs at least one queue');
+    END IF;
+    -- Key-share locks keep the queues from being deleted before the insert; a queue
+    -- with a limit takes the general path, which counts its room.
+    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+    INTO v_found, v_limited
+    FROM (SELECT q.max_messages, q.max_bytes FROM courier_queues q
+          WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE) q;
+    IF v_limited OR v_found < cardinality(p_queue_ids) THEN
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    SELECT c.mode INTO v_mode FROM courier_clients c WHERE c.id = p_sender_id;
+    IF v_mode IS DISTINCT FROM 'read_write' OR v_found <> (
+            SELECT count(DISTINCT q) FROM unnest(p_queue_ids) q) THEN
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    SELECT min(m.n) INTO v_k FROM unnest(p_bodies, p_receivers, p_priorities)
+        WITH ORDINALITY m(body, receiver, priority, n)
+    WHERE m.body IS NULL OR octet_length(m.body) > p_max_body_bytes
+       OR m.priority IS NULL OR m.priority NOT BETWEEN 1 AND 10 OR m.receiver <= 0;
+    IF v_k IS NOT NULL THEN  -- the general path names what is wrong with it
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    -- Every check passed once for the whole batch: store it in one statement. Ids are
+    -- drawn in copy order, so the batch keeps its order in time.
+    RETURN QUERY
+    WITH drawn AS (
+        SELECT m.n, q.ord, q.queue_id, m.receiver, m.context, m.priority, m.body,
+               nextval('courier_messages_id_seq') AS id
+        FROM unnest(p_bodies, p_receivers, p_priorities, p_contexts)
+                 WITH ORDINALITY m(body, receiver, priority, context, n)
+        CROSS JOIN unnest(p_queue_ids) WITH ORDINALITY q(queue_id, ord)
+        ORDER BY m.n, q.ord
+    ), stored AS (
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, body)
+        OVERRIDING SYSTEM VALUE
+        SELECT d.id, d.queue_id, p_sender_id, d.receiver, d.context, d.priority, d.body
+        FROM drawn d ORDER BY d.n, d.ord
+    )
+    SELECT array_agg(d.id ORDER BY d.ord), courier_elapsed_ns_v1(v_started)
+    FROM drawn d GROUP BY d.n ORDER BY d.n;
 END;
 $$;
 
@@ -2109,7 +2184,10 @@ RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
                context bigint, priority smallint, created_at timestamptz, body bytea,
                deliveries integer, delivery_id bigint, dead_from bigint, failure text,
                exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Plan once: custom plans of these statements cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
@@ -2121,23 +2199,52 @@ BEGIN
     IF p_queue_id IS NULL THEN
         PERFORM courier_fail_v1(10, 'a batch read needs a queue');
     END IF;
+    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
+        PERFORM courier_fail_v1(10, 'order must be time or priority');
+    END IF;
     IF p_sender_id IS NULL AND coalesce(p_lease_ms, 0) = 0 THEN
-        FOR v_row IN
-            SELECT * FROM courier_pop_batch_v2(p_queue_id, p_order,
-                                               array_fill(p_reader_id, ARRAY[p_count]))
-        LOOP
-            CONTINUE WHEN v_row.status = 5;  -- nothing more for this reader
-            IF v_row.status <> 0 THEN
-                PERFORM courier_fail_v1(v_row.status, v_row.message);
-            END IF;
-            id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
-            receiver_id := v_row.receiver_id; context := v_row.context;
-            priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
-            deliveries := v_row.deliveries; delivery_id := v_row.delivery_id;
-            dead_from := v_row.dead_from; failure := v_row.failure;
-            exec_ns := courier_elapsed_ns_v1(v_started);
-            RETURN NEXT;
-        END LOOP;
+        IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
+            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+        END IF;
+        IF EXISTS (SELECT FROM courier_messages m
+                   WHERE m.queue_id = p_queue_id AND m.audience = p_reader_id) THEN
+            -- Messages of its own compete with the shared ones: one by one.
+            RETURN QUERY
+            SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+                   p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+                   p.exec_ns
+            FROM courier_pop_batch_v2(p_queue_id, p_order,
+                                      array_fill(p_reader_id, ARRAY[p_count])) p
+            WHERE p.status = 0;
+        ELSIF p_order = 'time' THEN
+            -- One walk of the index, skipping rows other pops hold.
+            RETURN QUERY
+            WITH taken AS (
+                DELETE FROM courier_messages m WHERE m.id IN (
+                    SELECT w.id FROM courier_messages w
+                    WHERE w.queue_id = p_queue_id AND w.audience = 0
+                    ORDER BY w.created_at, w.id LIMIT p_count FOR UPDATE SKIP LOCKED)
+                RETURNING m.*
+            )
+            SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
+                   t.created_at, t.body, t.deliveries, NULL::bigint, t.dead_from, t.failure,
+                   courier_elapsed_ns_v1(v_started)
+            FROM taken t ORDER BY t.created_at, t.id;
+        ELSE
+            RETURN QUERY
+            WITH taken AS (
+                DELETE FROM courier_messages m WHERE m.id IN (
+                    SELECT w.id FROM courier_messages w
+                    WHERE w.queue_id = p_queue_id AND w.audience = 0
+                    ORDER BY w.priority DESC, w.created_at, w.id LIMIT p_count
+                    FOR UPDATE SKIP LOCKED)
+                RETURNING m.*
+            )
+            SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
+                   t.created_at, t.body, t.deliveries, NULL::bigint, t.dead_from, t.failure,
+                   courier_elapsed_ns_v1(v_started)
+            FROM taken t ORDER BY t.priority DESC, t.created_at, t.id;
+        END IF;
         RETURN;
     END IF;
     FOR v_i IN 1..p_count LOOP
