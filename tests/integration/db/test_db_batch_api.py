@@ -203,8 +203,9 @@ async def test_the_stored_function_checks_what_the_repository_lets_through(
                        receivers: list[int | None]) -> str:  # fmt: skip
         count = len(priorities)
         try:
+            nothing = [None] * count
             await pool.fetch(call, sender, queues, [b"m"] * count, receivers, priorities,
-                             [None] * count, [0] * count, [None] * count, [None] * count)  # fmt: skip
+                             nothing, [0] * count, nothing, nothing)  # fmt: skip
         except asyncpg.PostgresError as exc:
             return f"{exc.sqlstate} {exc}"
         return "stored"
