@@ -2168,9 +2168,11 @@ BEGIN
         OVERRIDING SYSTEM VALUE
         SELECT d.id, d.queue_id, p_sender_id, d.receiver, d.context, d.priority, d.body
         FROM drawn d ORDER BY d.n, d.ord
+        RETURNING id
     )
+    -- Joined to what was stored, so the insert has run when exec_ns is taken.
     SELECT array_agg(d.id ORDER BY d.ord), courier_elapsed_ns_v1(v_started)
-    FROM drawn d GROUP BY d.n ORDER BY d.n;
+    FROM drawn d JOIN stored s ON s.id = d.id GROUP BY d.n ORDER BY d.n;
 END;
 $$;
 
