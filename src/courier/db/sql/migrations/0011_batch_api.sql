@@ -191,8 +191,12 @@ BEGIN
         IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
             PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
         END IF;
-        IF EXISTS (SELECT FROM courier_messages m
-                   WHERE m.queue_id = p_queue_id AND m.audience = p_reader_id) THEN
+        -- In index order with a limit: a generic plan of a bare EXISTS may scan the
+        -- whole table, taking most rows for the reader's.
+        PERFORM FROM courier_messages m
+        WHERE m.queue_id = p_queue_id AND m.audience = p_reader_id
+        ORDER BY m.created_at, m.id LIMIT 1;
+        IF FOUND THEN
             -- Messages of its own compete with the shared ones: one by one.
             RETURN QUERY
             SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
@@ -205,10 +209,12 @@ BEGIN
             -- One walk of the index, skipping rows other pops hold.
             RETURN QUERY
             WITH taken AS (
-                DELETE FROM courier_messages m WHERE m.id IN (
+                -- An array, not IN (...): a generic plan of IN may hash-join a scan
+                -- of the whole table against the few ids.
+                DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(
                     SELECT w.id FROM courier_messages w
                     WHERE w.queue_id = p_queue_id AND w.audience = 0
-                    ORDER BY w.created_at, w.id LIMIT p_count FOR UPDATE SKIP LOCKED)
+                    ORDER BY w.created_at, w.id LIMIT p_count FOR UPDATE SKIP LOCKED))
                 RETURNING m.*
             )
             SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
@@ -218,11 +224,11 @@ BEGIN
         ELSE
             RETURN QUERY
             WITH taken AS (
-                DELETE FROM courier_messages m WHERE m.id IN (
+                DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(
                     SELECT w.id FROM courier_messages w
                     WHERE w.queue_id = p_queue_id AND w.audience = 0
                     ORDER BY w.priority DESC, w.created_at, w.id LIMIT p_count
-                    FOR UPDATE SKIP LOCKED)
+                    FOR UPDATE SKIP LOCKED))
                 RETURNING m.*
             )
             SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
