@@ -56,10 +56,23 @@ def drafts(
         raise errors.BadRequest(
             f"a batch holds at most {MAX_BATCH} messages, not {len(batch)}: send it in parts"
         )
+    plain = draft(b"", defaults)  # the call's own fields, checked once
     made = []
     for number, message in enumerate(batch, 1):
         try:
-            made.append(draft(message, defaults))
+            if isinstance(message, Outgoing):
+                made.append(draft(message, defaults))
+            else:
+                made.append(
+                    models.Draft(
+                        arguments.body(message),
+                        plain.receiver,
+                        plain.priority,
+                        plain.context,
+                        plain.delay_ms,
+                        plain.ttl_ms,
+                    )
+                )
         except errors.CourierError as exc:
             raise type(exc)(f"message {number} of the batch: {exc.message}") from None
     return tuple(made)
