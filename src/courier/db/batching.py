@@ -39,6 +39,12 @@ MAX_IN_FLIGHT = 1
 """Calls one batcher keeps running at once: a new batch forms while they run. On
 the development box one gave larger batches and more throughput than two."""
 
+BULK_IN_FLIGHT = 2
+"""The same for the batcher of batch requests (SEND_MANY, RECEIVE_MANY, ACK_MANY):
+each already carries many messages, and a second call in flight lets one call's
+commit overlap the next one's work (10-15% more messages per second on the
+development box)."""
+
 RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
 
 
@@ -151,8 +157,9 @@ def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
 class BatchedRepository(repository.Repository):
     """The repository, with sends and reads coalesced into batched calls.
 
-    Every kind, for every queue, shares one batcher, so the sends and reads waiting
-    at one moment cost one round trip and one commit between them.
+    Every kind of single request, for every queue, shares one batcher, so the sends
+    and reads waiting at one moment cost one round trip and one commit between them.
+    Batch requests share a second one, which may keep two calls in flight.
     """
 
     def __init__(
@@ -163,6 +170,9 @@ class BatchedRepository(repository.Repository):
     ) -> None:
         super().__init__(pool, limits, timeouts)
         self._batcher: Batcher[repository.Operation, Any] = Batcher(self._run_batch)
+        self._bulk: Batcher[repository.Operation, Any] = Batcher(
+            self._run_batch, max_in_flight=BULK_IN_FLIGHT
+        )
 
     async def send(
         self,
@@ -221,7 +231,7 @@ class BatchedRepository(repository.Repository):
     ) -> list[list[int]]:
         self._check_drafts(drafts)
         request = repository.SendManyRequest(sender_id, queue_ids, drafts)
-        ids: list[list[int]] = await self._batcher.submit(request, timing)
+        ids: list[list[int]] = await self._bulk.submit(request, timing)
         return ids
 
     async def pop_many(
@@ -239,14 +249,14 @@ class BatchedRepository(repository.Repository):
             reader_id, queue_id, count, sender_id, order,
             lease.ms if lease else 0, lease.instance_id if lease else None,
         )  # fmt: skip
-        messages: list[models.Message] = await self._batcher.submit(request, timing)
+        messages: list[models.Message] = await self._bulk.submit(request, timing)
         return messages
 
     async def ack_many(
         self, holder_id: int, delivery_ids: Sequence[int], *, timing: Timing | None = None
     ) -> list[models.Settled]:
         request = repository.AckManyRequest(holder_id, tuple(delivery_ids))
-        settled: list[models.Settled] = await self._batcher.submit(request, timing)
+        settled: list[models.Settled] = await self._bulk.submit(request, timing)
         return settled
 
     async def _run_batch(
