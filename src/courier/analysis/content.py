@@ -57,6 +57,7 @@ def document(results: Results, writer: Writer) -> report.Document:
         traces_section,
         factors_section,
         factorial_section,
+        delivery_section,
         validity_section,
     )
     return report.Document(
@@ -306,6 +307,30 @@ def _effects_table(analysis: factorial.Result, stem: str) -> tables.Table:
         "variation_percent",
     )
     return tables.from_records(f"{stem}_effects", f"Effects: {analysis.response}", rows, columns)
+
+
+def delivery_section(results: Results, writer: Writer) -> report.Section:
+    found = results.delivery
+    blocks: list[report.Block] = [
+        report.Paragraph(
+            "Each message a send stored is paired with the read that first took it "
+            "(pop, receive, await_response; a peek leaves the message where it was), "
+            "by the message ids in the client records. Messages never taken within the "
+            "run are the backlog, listed apart; deliveries whose send has no record in the "
+            "run are counted as unsent."
+        )
+    ]
+    if found.levels is not None and any(found.levels.column("n")):
+        for factor in results.inputs.experiment.factor_names:
+            blocks.append(
+                writer.figure(
+                    plots.delivery_levels(found.levels, factor),
+                    f"delivery_{factor}",
+                    f"Delivery-time percentiles against {factor} (95% intervals)",
+                )
+            )
+    blocks += [writer.table(table) for table in found.all()]
+    return report.Section("delivery", "Delivery time", blocks)
 
 
 def validity_section(results: Results, writer: Writer) -> report.Section:

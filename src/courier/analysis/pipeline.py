@@ -17,7 +17,18 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from courier.analysis import content, errors, inputs, io, report, results, session, trimming
+from courier.analysis import (
+    cluster,
+    content,
+    delivery_results,
+    errors,
+    inputs,
+    io,
+    report,
+    results,
+    session,
+    trimming,
+)
 from courier.measurements import manifest as manifest_
 
 Progress = Callable[[str, int, int], None]
@@ -31,7 +42,7 @@ STEPS = (
     "Response times and throughput",
     "Component breakdown",
     "Time traces",
-    "Factors and validity",
+    "Delivery times, factors and validity",
     "Writing the report",
 )
 
@@ -113,6 +124,7 @@ def _analyse(
     steps: _Steps,
 ) -> results.Results:
     steps.next()
+    cluster.check_visible(spark, experiment.directory)
     prepared = inputs.load(spark, experiment, files, trim)
     steps.next()
     found = results.summaries(prepared, exact)
@@ -124,6 +136,7 @@ def _analyse(
     steps.next()
     traces = results.trace_tables(prepared, window_s)
     steps.next()
+    delivered = delivery_results.compute(prepared)
     return results.Results(
         inputs=prepared,
         trim=trim,
@@ -137,7 +150,8 @@ def _analyse(
         components_note=component_note,
         traces=traces,
         factors=results.factor_results(prepared, runs),
-        validity=results.validity_table(prepared, runs),
+        delivery=delivered,
+        validity=results.validity_table(prepared, delivered),
     )
 
 

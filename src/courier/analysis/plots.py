@@ -208,3 +208,24 @@ def trim_overview(bounds: dict[str, trimming.Bounds], data: traces.Traces) -> Fi
     figure.supxlabel("seconds since run start (grey = trimmed)")
     figure.supylabel("requests/s")
     return figure
+
+
+def delivery_levels(table: tables.Table, factor: str) -> Figure:
+    """Delivery-time p50, p90 and p99 against the levels of one factor, with CI bands."""
+    rows = [row for row in table.where(factor=factor) if row["n"]]
+    labels = [row["level"] for row in rows]
+    figure = Figure(figsize=(8, 4), layout="constrained")
+    ax = figure.subplots()
+    for name in ("p50", "p90", "p99"):
+        values = [row[name] for row in rows]
+        ax.plot(labels, values, marker="o", label=name)
+        ax.fill_between(
+            labels, [row[f"{name}_low"] for row in rows], [row[f"{name}_high"] for row in rows],
+            alpha=0.2,
+        )  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel(factor)
+    ax.set_ylabel("delivery time (ms, log scale)")
+    ax.legend(loc="upper left")
+    ax.set_title(f"Delivery time against {factor} (95% intervals shaded)")
+    return figure

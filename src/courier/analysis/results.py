@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 
 from courier.analysis import (
     components,
+    delivery_results,
     errors,
     factorial,
     factors,
@@ -249,7 +250,7 @@ def factor_results(inputs: Inputs, runs: RunMetrics) -> FactorResults:
     return FactorResults(levels, analyses, note and f"No factorial analysis: {note}.")
 
 
-def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
+def validity_table(inputs: Inputs, delivered: delivery_results.Delivery) -> tables.Table:
     """The saturation-run verdict of every run (n/a for closed-loop runs)."""
     depth_rows: dict[str, dict[str, Any]] = {}
     if record_schema.QUEUE_DEPTHS in inputs.present:
@@ -261,9 +262,8 @@ def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
             .transform(validity.depth_regression)
         )
         depth_rows = {row["run_id"]: row for row in tables.collect(depths)}
-    p90 = {row["run_id"]: row["p90"] for row in runs.table.records()}
     arrivals = {run.run_id: run.arrival for run in inputs.experiment.runs}
-    return validity.table(inputs.configs, arrivals, p90, depth_rows)
+    return validity.table(inputs.configs, arrivals, delivered.runs, depth_rows)
 
 
 @dataclass(frozen=True)
@@ -282,4 +282,5 @@ class Results:
     components_note: str
     traces: traces.Traces
     factors: FactorResults
+    delivery: delivery_results.Delivery
     validity: tables.Table

@@ -103,7 +103,8 @@ def test_the_standard_clients_ran_the_whole_cycle(smoke: dict[str, Any]) -> None
     # a client may stop mid-cycle only at the very end, never more than once.
     assert cycles - 8 <= operations["delete_queue"] <= cycles
     assert abs(operations["send"] - 3 * cycles) <= 3 * 8
-    assert abs(operations["read"] - 6 * cycles) <= 6 * 8
+    assert abs(operations["peek"] - 3 * cycles) <= 3 * 8
+    assert abs(operations["pop"] - 3 * cycles) <= 3 * 8
     assert {r["client_id"] for r in rows}.__len__() == 8
 
 

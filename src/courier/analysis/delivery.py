@@ -1,0 +1,266 @@
+"""Delivery time: from the send of a message to the read that took it, per message.
+
+Client records carry the ids of the messages a call stored or read
+(``message_ids``, with ``queue_ids`` the queue of each). Every id a successful
+call carried becomes one *event*: stored (by a send) or taken (by any other
+operation that carried ids, except ``peek``, which leaves the message where it
+was). One aggregation over the events of each (run, message) pairs a message's
+send with its first delivery, without a join:
+
+- delivered: sent and taken; delivery time = the taking call's reply instant
+  (``start_ns + response_ns``) minus the send's ``start_ns``;
+- backlog: sent and never taken within the run (still waiting at its end);
+- unsent: taken, but its send has no record in the run (sent before it began).
+
+A message belongs to the measured interval in which it was sent. Percentiles
+come from a histogram with logarithmic buckets (``RELATIVE_ERROR`` wide), built
+in the same pass as the moments, so each grouping costs one aggregation; their
+95% intervals are the distribution-free order-statistic intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as sf
+from scipy import stats as sp_stats
+
+from courier.analysis import stats, transforms
+
+STORES = ("send", "send_many")
+"""Operations whose ids are messages they stored; other operations' ids were read."""
+LOOKS = ("peek",)
+"""Reads that leave the message in its queue: not deliveries."""
+
+RELATIVE_ERROR = 0.01
+"""Bucket width: a bucket spans values within a factor 1 + RELATIVE_ERROR."""
+MIN_MS = 1e-3
+PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+DEADLINE_MS = 5_000.0
+"""The delivery-time bound of the validity criterion (90% within 5 s)."""
+DELIVERED, BACKLOG, UNSENT, OUTSIDE = "delivered", "backlog", "unsent", "outside"
+
+EVENT_COLUMNS = ("run_id", "message_id", "queue_id", "operation", "stored", "at_ns")
+MESSAGE_COLUMNS = (
+    "run_id", "message_id", "queue_id", "send_op", "receive_op", "sent_ns",
+    "delivered_ns", "deliveries",
+)  # fmt: skip
+TIMED_COLUMNS = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
+EXACT = "decimal(38,0)"
+"""Sums of delivery times and of their squares, in ns: exact, so the figures do not
+depend on the order in which Spark merges partial sums (local and cluster agree)."""
+
+
+def events(requests: DataFrame) -> DataFrame:
+    """One row per message id carried by a successful call: stored or taken, and when."""
+    stored = sf.col("operation").isin(*STORES)
+    carrying = requests.where(
+        (sf.col("outcome") == transforms.OK)
+        & (sf.size("message_ids") > 0)
+        & ~sf.col("operation").isin(*LOOKS)
+    )
+    at_ns = sf.when(stored, sf.col("start_ns")).otherwise(
+        sf.col("start_ns") + sf.col("response_ns")
+    )
+    exploded = carrying.select(
+        "run_id",
+        "operation",
+        stored.alias("stored"),
+        at_ns.alias("at_ns"),
+        sf.inline(sf.arrays_zip("message_ids", "queue_ids")),
+    )
+    return exploded.select(
+        "run_id",
+        sf.col("message_ids").alias("message_id"),
+        sf.col("queue_ids").alias("queue_id"),
+        "operation",
+        "stored",
+        "at_ns",
+    )
+
+
+def messages(message_events: DataFrame) -> DataFrame:
+    """One row per message: its send and its first delivery (null when there is none)."""
+    stored, taken = sf.col("stored"), ~sf.col("stored")
+    at = sf.col("at_ns")
+    grouped = message_events.groupBy("run_id", "message_id").agg(
+        sf.coalesce(sf.max(sf.when(stored, sf.col("queue_id"))), sf.max("queue_id")).alias(
+            "queue_id"
+        ),
+        sf.min_by("operation", sf.when(stored, at)).alias("send_op"),
+        sf.min_by("operation", sf.when(taken, at)).alias("receive_op"),
+        sf.min(sf.when(stored, at)).alias("sent_ns"),
+        sf.min(sf.when(taken, at)).alias("delivered_ns"),
+        sf.count(sf.when(taken, 1)).alias("deliveries"),
+    )
+    return grouped.select(*MESSAGE_COLUMNS)
+
+
+def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
+    """Each message's fate, delivery time in ns (delivered ones) and time waited by the
+    run's end in ms (backlog); a message belongs to the measured interval it was sent in."""
+    limits = bounds.select("run_id", "end_ns", "keep_from_ns", "keep_until_ns")
+    joined = message_rows.join(sf.broadcast(limits), on="run_id")
+    sent = sf.col("sent_ns")
+    measured = (sent >= sf.col("keep_from_ns")) & (sent < sf.col("keep_until_ns"))
+    fate = (
+        sf.when(sent.isNull(), sf.lit(UNSENT))
+        .when(~measured, sf.lit(OUTSIDE))
+        .when(sf.col("delivered_ns").isNull(), sf.lit(BACKLOG))
+        .otherwise(sf.lit(DELIVERED))
+    )
+    delivery = sf.col("delivered_ns") - sent
+    waited = sf.when(sf.col("delivered_ns").isNull(), (sf.col("end_ns") - sent)) / 1e6
+    return joined.select(
+        "run_id",
+        "queue_id",
+        "send_op",
+        sf.coalesce(sf.col("receive_op"), sf.lit("")).alias("receive_op"),
+        fate.alias("fate"),
+        delivery.alias("delivery_ns"),
+        waited.alias("waited_ms"),
+    )
+
+
+def bucket(value: Column) -> Column:
+    """The logarithmic bucket of a (non-negative) duration in ms."""
+    clipped = sf.greatest(value, sf.lit(MIN_MS))
+    return sf.floor(sf.log(clipped / MIN_MS) / math.log1p(RELATIVE_ERROR)).cast("int")
+
+
+def bucket_value(index: np.ndarray) -> np.ndarray:
+    """A bucket's representative value: its geometric middle."""
+    return MIN_MS * (1 + RELATIVE_ERROR) ** (np.asarray(index, dtype=float) + 0.5)
+
+
+def histograms(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
+    """Per grouping set, group and bucket: count, mean, variance and on-time count."""
+    keys = list(dict.fromkeys(k for ks in key_sets.values() for k in ks))
+    ns = sf.col("delivery_ns").cast(EXACT)
+    delivered = timed_rows.where(sf.col("fate") == DELIVERED).select(
+        *keys,
+        ns.alias("ns"),
+        bucket(sf.col("delivery_ns") / transforms.NS_PER_MS).alias("bucket"),
+    )
+    grouped = delivered.groupingSets(
+        [[*ks, "bucket"] for ks in key_sets.values()], *keys, "bucket"
+    ).agg(
+        sf.count(sf.lit(1)).alias("n"),
+        sf.sum("ns").alias("total_ns"),
+        sf.sum(sf.col("ns") * sf.col("ns")).alias("squares_ns"),
+        sf.count(sf.when(sf.col("ns") <= DEADLINE_MS * transforms.NS_PER_MS, 1)).alias("on_time"),
+        sf.grouping_id().alias("_id"),
+    )
+    names = sf.lit(None).cast("string")
+    for name, set_keys in key_sets.items():
+        names = sf.when(sf.col("_id") == _grouping_id([*keys, "bucket"], set_keys), name).otherwise(
+            names
+        )
+    return grouped.select(
+        names.alias("grouping_set"), *keys, "bucket", "n", "total_ns", "squares_ns", "on_time"
+    )
+
+
+def _grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:
+    """Spark's grouping_id: one bit per key, first key highest, set when not grouped."""
+    grouped_with_bucket = {*grouped, "bucket"}
+    return sum(
+        1 << (len(keys) - 1 - i) for i, key in enumerate(keys) if key not in grouped_with_bucket
+    )
+
+
+def fates(timed_rows: DataFrame) -> DataFrame:
+    """Messages per run, queue and fate; for the backlog, how long they had waited."""
+    grouped = timed_rows.groupBy("run_id", "queue_id", "fate").agg(
+        sf.count(sf.lit(1)).alias("messages"),
+        sf.min("waited_ms").alias("min_waited_ms"),
+        sf.max("waited_ms").alias("max_waited_ms"),
+        sf.count(sf.when(sf.col("waited_ms") > DEADLINE_MS, 1)).alias("late"),
+    )
+    return grouped.select(
+        "run_id", "queue_id", "fate", "messages", "min_waited_ms", "max_waited_ms", "late"
+    )
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Delivery times of one group: bucket counts, and exact sums in ns."""
+
+    buckets: np.ndarray
+    counts: np.ndarray
+    total_ns: int
+    squares_ns: int
+    on_time: int
+
+    @property
+    def n(self) -> int:
+        return int(self.counts.sum())
+
+    @classmethod
+    def of(cls, rows: Iterable[Mapping[str, Any]]) -> Histogram:
+        """From rows with bucket, n, total_ns, squares_ns and on_time; buckets may repeat
+        (the histograms of several groups): they are merged."""
+        counts: dict[int, int] = {}
+        total = squares = on_time = 0
+        for row in rows:
+            counts[int(row["bucket"])] = counts.get(int(row["bucket"]), 0) + int(row["n"])
+            total += int(row["total_ns"])
+            squares += int(row["squares_ns"])
+            on_time += int(row["on_time"])
+        ordered = sorted(counts.items())
+        return cls(
+            np.array([b for b, _ in ordered], dtype=np.int64),
+            np.array([c for _, c in ordered], dtype=np.int64),
+            total,
+            squares,
+            on_time,
+        )
+
+    def moments(self) -> stats.Moments | None:
+        """Mean and sample standard deviation in ms, from the exact sums."""
+        n = self.n
+        if n == 0:
+            return None
+        mean = Fraction(self.total_ns, n)
+        m2 = self.squares_ns - mean * self.total_ns  # sum of squared deviations, exact
+        std = math.sqrt(m2 / (n - 1)) / transforms.NS_PER_MS if n > 1 else 0.0
+        return stats.Moments(n, float(mean) / transforms.NS_PER_MS, std)
+
+    def quantile(self, p: float, confidence: float = stats.CONFIDENCE) -> tuple[float, ...]:
+        """The p-quantile (order statistic ceil(p n)) and its distribution-free interval."""
+        n = self.n
+        alpha = 1 - confidence
+        low = max(int(sp_stats.binom.ppf(alpha / 2, n, p)), 1)
+        high = min(int(sp_stats.binom.ppf(1 - alpha / 2, n, p)) + 1, n)
+        ranks = np.array([max(math.ceil(p * n), 1), low, high])
+        cumulative = np.cumsum(self.counts)
+        index = np.searchsorted(cumulative, ranks, side="left")
+        return tuple(float(v) for v in bucket_value(self.buckets[index]))
+
+
+SUMMARY_COLUMNS = (
+    "n", "mean_ms", "std_ms", "ci_low", "ci_high",
+    *(f"{name}{suffix}" for name in PERCENTILES for suffix in ("", "_low", "_high")),
+    "within_5s",
+)  # fmt: skip
+
+
+def summary(histogram: Histogram) -> dict[str, Any]:
+    """n, mean with its t interval, percentiles with their intervals, share on time."""
+    row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
+    row["n"] = histogram.n
+    moments = histogram.moments()
+    if moments is None:
+        return row
+    row["mean_ms"], row["std_ms"] = moments.mean, moments.std
+    row["ci_low"], row["ci_high"] = stats.t_interval(moments.mean, moments.std, moments.n)
+    for name, p in PERCENTILES.items():
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = histogram.quantile(p)
+    row["within_5s"] = histogram.on_time / histogram.n
+    return row
