@@ -16,11 +16,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from lab_helpers import quick_spec
 from pyspark.sql import SparkSession
 
 from courier.analysis import pipeline, session
 from courier.client import AsyncClient
-from courier.lab import process_recording
+from courier.lab import process_recording, runner
 from courier.measurements import manifest as manifest_
 from courier.server import launcher
 
@@ -106,3 +107,25 @@ async def test_delivery_time_is_the_consumers_wait(
     }
     (waiting,) = pq.read_table(tables / "backlog.parquet").to_pylist()
     assert waiting["messages"] == LEFT_WAITING
+
+
+async def test_delivery_time_rises_with_the_arrival_rate(
+    dsn: str, tmp_path: Path, spark: SparkSession
+) -> None:
+    # The saturation spec's shape, shortened: open-loop producers at two rates, and
+    # consumers always waiting in RECEIVE. At the low rate a message is taken as it
+    # arrives; at the high one the requests queue up in the middleware and the
+    # database, and the messages with them.
+    experiment = quick_spec(
+        "rates", factors={"rate": [5, 600]}, mix={"producer": 4, "consumer": 4},
+        arrival="open", rate=5, queues=2, priorities=5, middleware=1, pool_size=4,
+        duration_s=4.0, warmup_s=1.0, cooldown_s=0.5,
+    )  # fmt: skip
+    directory = await runner.run_experiment(experiment, runner.RunnerOptions(out=tmp_path, dsn=dsn))
+    summary = pipeline.run(directory, spark=spark)
+
+    levels = pq.read_table(summary.report_dir / "tables" / "delivery_levels.parquet").to_pylist()
+    slow, fast = (next(r for r in levels if r["level"] == level) for level in ("5", "600"))
+    assert slow["n"] > 20 and fast["n"] > slow["n"]
+    assert fast["p50"] > slow["p50"] and fast["p90"] > slow["p90"]
+    assert fast["p50_low"] > slow["p50_high"]  # the intervals do not even overlap
