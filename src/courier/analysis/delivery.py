@@ -32,6 +32,7 @@ from pyspark.sql import functions as sf
 from scipy import stats as sp_stats
 
 from courier.analysis import stats, transforms
+from courier.protocol import names
 
 STORES = ("send", "send_many")
 """Operations whose ids are messages they stored; other operations' ids were read."""
@@ -46,7 +47,25 @@ DEADLINE_MS = 5_000.0
 """The delivery-time bound of the validity criterion (90% within 5 s)."""
 DELIVERED, BACKLOG, UNSENT, OUTSIDE = "delivered", "backlog", "unsent", "outside"
 
-EVENT_COLUMNS = ("run_id", "message_id", "queue_id", "operation", "stored", "at_ns")
+EVENT_COLUMNS = ("run_id", "message_id", "queue_id", "op", "stored", "at_ns")
+
+# Operations travel as small codes through the per-message aggregation: with fixed-
+# width values only, Spark aggregates in a hash table instead of sorting the events.
+KNOWN = {name for name in names.OPERATIONS if not name.startswith("0x")}
+OPERATIONS = ("", *sorted({*KNOWN, "pop", "peek", "send_many", "receive_many"}))
+
+
+def operation_code(operation: Column) -> Column:
+    """The operation's index in OPERATIONS (0 for an operation not listed there)."""
+    codes = sf.create_map(*[sf.lit(v) for n, name in enumerate(OPERATIONS) for v in (name, n)])
+    return sf.coalesce(sf.try_element_at(codes, operation), sf.lit(0))
+
+
+def operation_name(code: int | None) -> str:
+    """The operation a code stands for ('' for none)."""
+    return OPERATIONS[code or 0]
+
+
 MESSAGE_COLUMNS = (
     "run_id", "message_id", "queue_id", "send_op", "receive_op", "sent_ns",
     "delivered_ns", "deliveries",
@@ -68,9 +87,10 @@ def events(requests: DataFrame) -> DataFrame:
     at_ns = sf.when(stored, sf.col("start_ns")).otherwise(
         sf.col("start_ns") + sf.col("response_ns")
     )
+    code = operation_code(sf.col("operation"))
     exploded = carrying.select(
         "run_id",
-        "operation",
+        code.alias("op"),
         stored.alias("stored"),
         at_ns.alias("at_ns"),
         sf.inline(sf.arrays_zip("message_ids", "queue_ids")),
@@ -79,7 +99,7 @@ def events(requests: DataFrame) -> DataFrame:
         "run_id",
         sf.col("message_ids").alias("message_id"),
         sf.col("queue_ids").alias("queue_id"),
-        "operation",
+        "op",
         "stored",
         "at_ns",
     )
@@ -93,8 +113,8 @@ def messages(message_events: DataFrame) -> DataFrame:
         sf.coalesce(sf.max(sf.when(stored, sf.col("queue_id"))), sf.max("queue_id")).alias(
             "queue_id"
         ),
-        sf.min_by("operation", sf.when(stored, at)).alias("send_op"),
-        sf.min_by("operation", sf.when(taken, at)).alias("receive_op"),
+        sf.min_by("op", sf.when(stored, at)).alias("send_op"),
+        sf.min_by("op", sf.when(taken, at)).alias("receive_op"),
         sf.min(sf.when(stored, at)).alias("sent_ns"),
         sf.min(sf.when(taken, at)).alias("delivered_ns"),
         sf.count(sf.when(taken, 1)).alias("deliveries"),
@@ -121,7 +141,7 @@ def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
         "run_id",
         "queue_id",
         "send_op",
-        sf.coalesce(sf.col("receive_op"), sf.lit("")).alias("receive_op"),
+        sf.coalesce(sf.col("receive_op"), sf.lit(0)).alias("receive_op"),
         fate.alias("fate"),
         delivery.alias("delivery_ns"),
         waited.alias("waited_ms"),

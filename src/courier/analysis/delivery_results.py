@@ -80,6 +80,8 @@ def _by_group(rows: list[dict[str, Any]]) -> dict[str, dict[Group, list[dict[str
     grouped: dict[str, dict[Group, list[dict[str, Any]]]] = {name: {} for name in KEY_SETS}
     for row in rows:
         name = row["grouping_set"]
+        for side in ("send_op", "receive_op"):  # codes in Spark, names from here on
+            row[side] = delivery.operation_name(row[side])
         key = tuple(row[k] for k in KEY_SETS[name])
         grouped[name].setdefault(key, []).append(row)
     return grouped
