@@ -22,16 +22,18 @@ from pyspark.sql import SparkSession
 from courier.analysis import pipeline, report, synthetic, tables
 from courier.measurements import record_schema
 
-SECTIONS = (
-    "experiment",
-    "trim",
+SECTIONS = (  # findings first, raw tables and the spec last
+    "summary",
     "runs",
     "response",
+    "delivery",
+    "validity",
+    "trim",
     "components",
     "traces",
     "factors",
     "factorial",
-    "validity",
+    "appendix",
 )
 RUNS = ("r000", "r001", "r002", "r003")
 WARMUP_S, COOLDOWN_S = 4.0, 3.0
@@ -80,6 +82,7 @@ def test_report_files_and_sections(summary: pipeline.Summary) -> None:
     for anchor in SECTIONS:
         assert f'id="{anchor}"' in html
         assert f"](#{anchor})" in markdown
+    assert re.findall(r'<section id="(\w+)"', html) == list(SECTIONS)
 
 
 def test_every_figure_exists_in_png_and_svg_and_is_referenced(
@@ -93,6 +96,9 @@ def test_every_figure_exists_in_png_and_svg_and_is_referenced(
         "factor_clients",
         "factorial_0_variation",
         "factorial_1_variation",
+        "factorial_0_effects",
+        "factorial_1_effects",
+        "latency_cdf",
         *(f"trace_{run}" for run in RUNS),
         "delivery_clients",
     }

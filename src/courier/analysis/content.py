@@ -12,7 +12,17 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from courier.analysis import factorial, io, plots, report, stats, tables, transforms, validity
+from courier.analysis import (
+    factorial,
+    findings,
+    io,
+    plots,
+    report,
+    stats,
+    tables,
+    transforms,
+    validity,
+)
 from courier.analysis.results import Results
 
 TABLES_DIR = "tables"
@@ -35,11 +45,16 @@ class Writer:
 
     def __init__(self, report_dir: Path) -> None:
         self.report_dir = report_dir
+        self.appendix: list[report.Block] = []
 
     def table(self, table: tables.Table) -> report.TableBlock:
         io.write_table(table, self.report_dir / TABLES_DIR)
         stem = f"{TABLES_DIR}/{table.name}"
         return report.TableBlock(table, f"{stem}.parquet", f"{stem}.csv")
+
+    def to_appendix(self, *shown: tables.Table) -> None:
+        """Write tables and show them in the appendix: raw numbers, after the findings."""
+        self.appendix += [self.table(table) for table in shown]
 
     def figure(self, figure: Figure, stem: str, caption: str) -> report.FigureBlock:
         plots.save(figure, self.report_dir / PLOTS_DIR, stem)
@@ -49,24 +64,38 @@ class Writer:
 def document(results: Results, writer: Writer) -> report.Document:
     experiment = results.inputs.experiment
     builders = (
-        experiment_section,
-        trim_section,
+        summary_section,
         runs_section,
         response_section,
+        delivery_section,
+        validity_section,
+        trim_section,
         components_section,
         traces_section,
         factors_section,
         factorial_section,
-        delivery_section,
-        validity_section,
     )
-    return report.Document(
-        f"Courier experiment report: {experiment.name}",
-        [build(results, writer) for build in builders],
-    )
+    sections = [build(results, writer) for build in builders]
+    sections.append(appendix_section(results, writer))
+    return report.Document(f"Courier experiment report: {experiment.name}", sections)
 
 
-def experiment_section(results: Results, writer: Writer) -> report.Section:
+def summary_section(results: Results, writer: Writer) -> report.Section:
+    inputs = results.inputs
+    measured = sum(b.measured_s for b in inputs.bounds.values())
+    blocks: list[report.Block] = [
+        report.Paragraph(
+            f"{len(inputs.bounds)} runs, {measured:.0f} s measured in all, "
+            f"{sum(results.record_counts.values()):,} records."
+        ),
+        writer.table(findings.headline(results)),
+        report.Paragraph(findings.validity_sentence(results)),
+    ]
+    blocks += [report.Paragraph(text) for text in findings.top_factors(results)]
+    return report.Section("summary", "Summary", blocks)
+
+
+def appendix_section(results: Results, writer: Writer) -> report.Section:
     inputs = results.inputs
     experiment = inputs.experiment
     runs = [
@@ -105,7 +134,9 @@ def experiment_section(results: Results, writer: Writer) -> report.Section:
         ),
     ]
     blocks += [report.Paragraph(note) for note in inputs.notes]
-    return report.Section("experiment", "Experiment", blocks)
+    return report.Section("appendix", "Appendix: experiment, tables and spec", [
+        *blocks, *writer.appendix,
+    ])  # fmt: skip
 
 
 def trim_section(results: Results, writer: Writer) -> report.Section:
@@ -123,7 +154,6 @@ def trim_section(results: Results, writer: Writer) -> report.Section:
                 f"Records outside the measured interval are dropped, using {how}. "
                 "A request belongs to the interval in which it started."
             ),
-            writer.table(results.trim_table),
             writer.figure(figure, "trim", "Throughput per window; grey regions were trimmed"),
         ],
     )
@@ -155,7 +185,14 @@ def response_section(results: Results, writer: Writer) -> report.Section:
             f"Percentiles are {method}. Miss statuses: {', '.join(transforms.MISS_STATUSES)}."
         )
     ]
-    blocks += [writer.table(table) for table in results.breakdowns.values()]
+    blocks.append(
+        writer.figure(
+            plots.latency_cdfs(results.latency_histograms, results.inputs.configs),
+            "latency_cdf",
+            "Response-time distribution per operation (cumulative, log time axis)",
+        )
+    )
+    writer.to_appendix(*results.breakdowns.values())
     return report.Section("response", "Response time", blocks)
 
 
@@ -172,7 +209,7 @@ def components_section(results: Results, writer: Writer) -> report.Section:
         report.Paragraph(results.components_note),
     ]
     if results.components is not None and len(results.components):
-        blocks.append(writer.table(results.components))
+        writer.to_appendix(results.components)
         blocks.append(
             writer.figure(
                 plots.component_bars(results.components),
@@ -196,7 +233,7 @@ def traces_section(results: Results, writer: Writer) -> report.Section:
     for run_id, bounds in results.inputs.bounds.items():
         figure = plots.run_trace(run_id, configs[run_id], bounds, data)
         blocks.append(writer.figure(figure, f"trace_{run_id}", f"Time trace of {run_id}"))
-    blocks += [writer.table(table) for table in data.all()]
+    writer.to_appendix(results.trim_table, *data.all())
     return report.Section("traces", "Time traces", blocks)
 
 
@@ -209,8 +246,8 @@ def factors_section(results: Results, writer: Writer) -> report.Section:
             "Each level pools every run at that level: throughput samples "
             "are seconds, response-time samples are requests."
         ),
-        writer.table(levels),
     ]
+    writer.to_appendix(levels)
     for factor in results.inputs.experiment.factor_names:
         blocks.append(
             writer.figure(
@@ -238,14 +275,20 @@ def factorial_section(results: Results, writer: Writer) -> report.Section:
         stem = f"factorial_{index}"
         blocks += [
             report.Paragraph(f"Response: {analysis.response}. " + _error_text(analysis)),
-            writer.table(_sign_table(analysis, experiment.factors, stem)),
-            writer.table(_effects_table(analysis, stem)),
+            writer.figure(
+                plots.effects(analysis),
+                f"{stem}_effects",
+                f"Effects on {analysis.response} with 95% intervals",
+            ),
             writer.figure(
                 plots.variation(analysis),
                 f"{stem}_variation",
                 f"Allocation of variation: {analysis.response}",
             ),
         ]
+        writer.to_appendix(
+            _sign_table(analysis, experiment.factors, stem), _effects_table(analysis, stem)
+        )
     return report.Section("factorial", "Factorial analysis", blocks)
 
 
@@ -329,7 +372,10 @@ def delivery_section(results: Results, writer: Writer) -> report.Section:
                     f"Delivery-time percentiles against {factor} (95% intervals)",
                 )
             )
-    blocks += [writer.table(table) for table in found.all()]
+    blocks += [writer.table(found.groups["runs"]), writer.table(found.backlog)]
+    writer.to_appendix(found.groups["queues"], found.groups["pairs"])
+    if found.levels is not None:
+        writer.to_appendix(found.levels)
     return report.Section("delivery", "Delivery time", blocks)
 
 

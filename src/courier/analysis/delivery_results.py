@@ -43,6 +43,7 @@ class Delivery:
     backlog: tables.Table
     levels: tables.Table | None
     runs: dict[str, dict[str, Any]]
+    histograms: dict[str, list[dict[str, Any]]]  # each run's bucket rows, for merging
 
     def all(self) -> list[tables.Table]:
         found = [*self.groups.values(), self.backlog]
@@ -70,7 +71,9 @@ def compute(inputs: Inputs) -> Delivery:
         for name, keys in KEY_SETS.items()
     }
     runs = {row["run_id"]: row for row in made["runs"].records()}
-    return Delivery(made, _backlog_table(fate_rows, configs), _levels(inputs, grouped), runs)
+    histograms = {key[0]: cells for key, cells in grouped["runs"].items()}
+    backlog = _backlog_table(fate_rows, configs)
+    return Delivery(made, backlog, _levels(inputs, grouped), runs, histograms)
 
 
 Group = tuple[Any, ...]

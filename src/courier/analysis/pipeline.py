@@ -60,6 +60,7 @@ class Summary:
     runs: list[dict[str, Any]]
     records: int
     elapsed_s: float
+    results: results.Results | None = None  # everything the report shows
 
     @property
     def records_per_second(self) -> float:
@@ -150,6 +151,7 @@ def _analyse(
         components_note=component_note,
         traces=traces,
         factors=results.factor_results(prepared, runs),
+        latency_histograms=results.latency_histograms(prepared),
         delivery=delivered,
         validity=results.validity_table(prepared, delivered),
     )
@@ -186,4 +188,5 @@ def _summary(found: results.Results, report_dir: Path, elapsed_s: float) -> Summ
         runs=runs,
         records=sum(found.record_counts.values()),
         elapsed_s=elapsed_s,
+        results=found,
     )

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
 
 from courier.analysis import (
     components,
+    delivery,
     delivery_results,
     errors,
     factorial,
@@ -158,6 +160,15 @@ def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table |
     return components.pool_by_config(rows, inputs.configs), note
 
 
+def latency_histograms(inputs: Inputs) -> list[dict[str, Any]]:
+    """Measured requests (errors left out) per run, operation and 1% bucket of response
+    time: the distributions the report draws, a few hundred rows per operation."""
+    measured = inputs.measured.where(sf.col("outcome") != transforms.ERROR)
+    bucket = delivery.bucket(sf.col("latency_ms")).alias("bucket")
+    grouped = measured.groupBy("run_id", "operation", bucket).agg(sf.count(sf.lit(1)).alias("n"))
+    return tables.collect(grouped.select("run_id", "operation", "bucket", "n"))
+
+
 TRACE_COLUMNS = {
     "requests": ("completed", "errors", "throughput", "mean_ms", "p99_ms"),
     "resources": ("process", "tier", "cpu_percent", "rss_mib"),
@@ -282,5 +293,6 @@ class Results:
     components_note: str
     traces: traces.Traces
     factors: FactorResults
+    latency_histograms: list[dict[str, Any]]
     delivery: delivery_results.Delivery
     validity: tables.Table
