@@ -21,6 +21,7 @@ from scipy import stats as sp_stats
 from courier.analysis import (
     delivery,
     delivery_results,
+    histograms,
     inputs,
     io,
     synthetic,
@@ -33,7 +34,7 @@ from courier.measurements import manifest, record_schema
 MS = 1_000_000
 S = 1_000_000_000
 BOUNDS = [trimming.Bounds("r1", 0, 100 * S, 10 * S, 90 * S)]
-HALF_BUCKET = math.sqrt(1 + delivery.RELATIVE_ERROR) - 1  # relative error of a bucket's value
+HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1  # relative error of a bucket's value
 
 
 def request(
@@ -116,11 +117,11 @@ def histogram_frame(spark: SparkSession, values: np.ndarray) -> DataFrame:
     return frame
 
 
-def histogram_of(spark: SparkSession, values: np.ndarray) -> delivery.Histogram:
+def histogram_of(spark: SparkSession, values: np.ndarray) -> histograms.Histogram:
     frame = histogram_frame(spark, values)
     cells = tables.collect(frame.transform(delivery.histograms, {"runs": ["run_id"]}))
     assert {cell["grouping_set"] for cell in cells} == {"runs"}
-    return delivery.Histogram.of(cells)
+    return histograms.Histogram.of(cells)
 
 
 def test_percentiles_and_their_intervals_match_order_statistics(spark: SparkSession) -> None:
@@ -157,7 +158,7 @@ def test_merged_histograms_are_the_histogram_of_the_union(spark: SparkSession) -
             histogram_frame(spark, part).transform(delivery.histograms, {"runs": ["run_id"]})
         )
     ]
-    merged = delivery.summary(delivery.Histogram.of(cells))
+    merged = delivery.summary(histograms.Histogram.of(cells))
     union = np.concatenate([first, second])
     assert merged["mean_ms"] == pytest.approx(union.mean(), rel=1e-9)
     assert merged["std_ms"] == pytest.approx(union.std(ddof=1), rel=1e-9)

@@ -21,7 +21,7 @@ from typing import Any
 
 from scipy import stats as sp_stats
 
-from courier.analysis import content, delivery, pipeline, report, stats, tables
+from courier.analysis import content, histograms, pipeline, report, stats, tables
 from courier.analysis.results import Results
 
 COLUMNS = (
@@ -101,9 +101,9 @@ def _mean_p99(results: Results, run_ids: list[str]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _histogram(results: Results, run_ids: list[str]) -> delivery.Histogram:
+def _histogram(results: Results, run_ids: list[str]) -> histograms.Histogram:
     cells = [c for r in run_ids for c in results.delivery.histograms.get(r, [])]
-    return delivery.Histogram.of(cells)
+    return histograms.Histogram.of(cells)
 
 
 def _row(config: str, metric: str, a: float | None, b: float | None) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def _plain(config: str, metric: str, a: float | None, b: float | None) -> dict[s
 
 
 def _overlap(
-    config: str, metric: str, a: delivery.Histogram, b: delivery.Histogram, p: float
+    config: str, metric: str, a: histograms.Histogram, b: histograms.Histogram, p: float
 ) -> dict[str, Any]:
     if not a.n or not b.n:
         return _plain(config, metric, None, None)

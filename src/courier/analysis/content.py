@@ -18,7 +18,6 @@ from courier.analysis import (
     io,
     plots,
     report,
-    stats,
     tables,
     transforms,
     validity,
@@ -178,7 +177,7 @@ def response_section(results: Results, writer: Writer) -> report.Section:
     method = (
         "exact (linear interpolation between closest ranks)"
         if results.exact
-        else f"approximate (rank error at most n/{stats.DEFAULT_ACCURACY})"
+        else "read off 1% logarithmic buckets (within 0.5% of the order statistic)"
     )
     blocks: list[report.Block] = [
         report.Paragraph(

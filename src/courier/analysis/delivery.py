@@ -20,17 +20,13 @@ in the same pass as the moments, so each grouping costs one aggregation; their
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
-from scipy import stats as sp_stats
 
+from courier.analysis import histograms as histograms_
 from courier.analysis import stats, transforms
 from courier.protocol import names
 
@@ -39,9 +35,6 @@ STORES = ("send", "send_many")
 LOOKS = ("peek",)
 """Reads that leave the message in its queue: not deliveries."""
 
-RELATIVE_ERROR = 0.01
-"""Bucket width: a bucket spans values within a factor 1 + RELATIVE_ERROR."""
-MIN_MS = 1e-3
 PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 DEADLINE_MS = 5_000.0
 """The delivery-time bound of the validity criterion (90% within 5 s)."""
@@ -71,9 +64,6 @@ MESSAGE_COLUMNS = (
     "delivered_ns", "deliveries",
 )  # fmt: skip
 TIMED_COLUMNS = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
-EXACT = "decimal(38,0)"
-"""Sums of delivery times and of their squares, in ns: exact, so the figures do not
-depend on the order in which Spark merges partial sums (local and cluster agree)."""
 
 
 def events(requests: DataFrame) -> DataFrame:
@@ -148,50 +138,26 @@ def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
     )
 
 
-def bucket(value: Column) -> Column:
-    """The logarithmic bucket of a (non-negative) duration in ms."""
-    clipped = sf.greatest(value, sf.lit(MIN_MS))
-    return sf.floor(sf.log(clipped / MIN_MS) / math.log1p(RELATIVE_ERROR)).cast("int")
-
-
-def bucket_value(index: np.ndarray) -> np.ndarray:
-    """A bucket's representative value: its geometric middle."""
-    return MIN_MS * (1 + RELATIVE_ERROR) ** (np.asarray(index, dtype=float) + 0.5)
-
-
 def histograms(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
-    """Per grouping set, group and bucket: count, mean, variance and on-time count."""
+    """Per grouping set, group and bucket: count, exact sums and on-time count."""
     keys = list(dict.fromkeys(k for ks in key_sets.values() for k in ks))
-    ns = sf.col("delivery_ns").cast(EXACT)
     delivered = timed_rows.where(sf.col("fate") == DELIVERED).select(
         *keys,
-        ns.alias("ns"),
-        bucket(sf.col("delivery_ns") / transforms.NS_PER_MS).alias("bucket"),
+        "delivery_ns",
+        histograms_.bucket(sf.col("delivery_ns") / transforms.NS_PER_MS).alias("bucket"),
     )
+    deadline_ns = DEADLINE_MS * transforms.NS_PER_MS
     grouped = delivered.groupingSets(
         [[*ks, "bucket"] for ks in key_sets.values()], *keys, "bucket"
     ).agg(
         sf.count(sf.lit(1)).alias("n"),
-        sf.sum("ns").alias("total_ns"),
-        sf.sum(sf.col("ns") * sf.col("ns")).alias("squares_ns"),
-        sf.count(sf.when(sf.col("ns") <= DEADLINE_MS * transforms.NS_PER_MS, 1)).alias("on_time"),
+        *histograms_.sums(sf.col("delivery_ns")),
+        sf.count(sf.when(sf.col("delivery_ns") <= deadline_ns, 1)).alias("on_time"),
         sf.grouping_id().alias("_id"),
     )
-    names = sf.lit(None).cast("string")
-    for name, set_keys in key_sets.items():
-        names = sf.when(sf.col("_id") == _grouping_id([*keys, "bucket"], set_keys), name).otherwise(
-            names
-        )
+    names = histograms_.grouping_names(keys, key_sets)
     return grouped.select(
         names.alias("grouping_set"), *keys, "bucket", "n", "total_ns", "squares_ns", "on_time"
-    )
-
-
-def _grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:
-    """Spark's grouping_id: one bit per key, first key highest, set when not grouped."""
-    grouped_with_bucket = {*grouped, "bucket"}
-    return sum(
-        1 << (len(keys) - 1 - i) for i, key in enumerate(keys) if key not in grouped_with_bucket
     )
 
 
@@ -208,62 +174,6 @@ def fates(timed_rows: DataFrame) -> DataFrame:
     )
 
 
-@dataclass(frozen=True)
-class Histogram:
-    """Delivery times of one group: bucket counts, and exact sums in ns."""
-
-    buckets: np.ndarray
-    counts: np.ndarray
-    total_ns: int
-    squares_ns: int
-    on_time: int
-
-    @property
-    def n(self) -> int:
-        return int(self.counts.sum())
-
-    @classmethod
-    def of(cls, rows: Iterable[Mapping[str, Any]]) -> Histogram:
-        """From rows with bucket, n, total_ns, squares_ns and on_time; buckets may repeat
-        (the histograms of several groups): they are merged."""
-        counts: dict[int, int] = {}
-        total = squares = on_time = 0
-        for row in rows:
-            counts[int(row["bucket"])] = counts.get(int(row["bucket"]), 0) + int(row["n"])
-            total += int(row["total_ns"])
-            squares += int(row["squares_ns"])
-            on_time += int(row["on_time"])
-        ordered = sorted(counts.items())
-        return cls(
-            np.array([b for b, _ in ordered], dtype=np.int64),
-            np.array([c for _, c in ordered], dtype=np.int64),
-            total,
-            squares,
-            on_time,
-        )
-
-    def moments(self) -> stats.Moments | None:
-        """Mean and sample standard deviation in ms, from the exact sums."""
-        n = self.n
-        if n == 0:
-            return None
-        mean = Fraction(self.total_ns, n)
-        m2 = self.squares_ns - mean * self.total_ns  # sum of squared deviations, exact
-        std = math.sqrt(m2 / (n - 1)) / transforms.NS_PER_MS if n > 1 else 0.0
-        return stats.Moments(n, float(mean) / transforms.NS_PER_MS, std)
-
-    def quantile(self, p: float, confidence: float = stats.CONFIDENCE) -> tuple[float, ...]:
-        """The p-quantile (order statistic ceil(p n)) and its distribution-free interval."""
-        n = self.n
-        alpha = 1 - confidence
-        low = max(int(sp_stats.binom.ppf(alpha / 2, n, p)), 1)
-        high = min(int(sp_stats.binom.ppf(1 - alpha / 2, n, p)) + 1, n)
-        ranks = np.array([max(math.ceil(p * n), 1), low, high])
-        cumulative = np.cumsum(self.counts)
-        index = np.searchsorted(cumulative, ranks, side="left")
-        return tuple(float(v) for v in bucket_value(self.buckets[index]))
-
-
 SUMMARY_COLUMNS = (
     "n", "mean_ms", "std_ms", "ci_low", "ci_high",
     *(f"{name}{suffix}" for name in PERCENTILES for suffix in ("", "_low", "_high")),
@@ -271,7 +181,7 @@ SUMMARY_COLUMNS = (
 )  # fmt: skip
 
 
-def summary(histogram: Histogram) -> dict[str, Any]:
+def summary(histogram: histograms_.Histogram) -> dict[str, Any]:
     """n, mean with its t interval, percentiles with their intervals, share on time."""
     row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
     row["n"] = histogram.n

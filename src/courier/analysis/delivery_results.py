@@ -13,7 +13,7 @@ from typing import Any
 
 from pyspark import StorageLevel
 
-from courier.analysis import delivery, tables
+from courier.analysis import delivery, histograms, tables
 from courier.analysis.inputs import Inputs
 
 KEY_SETS = {
@@ -30,7 +30,7 @@ COUNT_COLUMNS = ("sent", "delivered", "backlog", "late_backlog", "unsent")
 NOTE = (
     "Delivery time: from the start of the send to the reply of the read that first took "
     "the message. Messages sent in the measured interval only; percentiles from "
-    f"{100 * delivery.RELATIVE_ERROR:g}%-wide logarithmic buckets with 95% order-statistic "
+    f"{100 * histograms.RELATIVE_ERROR:g}%-wide logarithmic buckets with 95% order-statistic "
     "intervals; within_5s is the share of delivered messages taken within 5 s."
 )
 
@@ -117,7 +117,7 @@ def _summary_table(
         row["config"] = configs.get(row["run_id"], "")
         if name == "runs":
             row |= counts.get(row["run_id"], {})
-        rows.append(row | delivery.summary(delivery.Histogram.of(cells)))
+        rows.append(row | delivery.summary(histograms.Histogram.of(cells)))
     if name == "runs":  # runs whose messages were all still waiting have no histogram
         rows += [
             {"run_id": run_id, "config": configs.get(run_id, ""), **count}
@@ -164,7 +164,7 @@ def _levels(inputs: Inputs, grouped: dict[str, dict[Group, list[Any]]]) -> table
             run_ids = [r.run_id for r in experiment.runs if r.levels.get(factor) == level]
             cells = [c for run_id in run_ids for c in grouped["runs"].get((run_id,), [])]
             row = {"factor": factor, "level": str(level), "runs": len(run_ids)}
-            rows.append(row | delivery.summary(delivery.Histogram.of(cells)))
+            rows.append(row | delivery.summary(histograms.Histogram.of(cells)))
     columns = ("factor", "level", "runs", *delivery.SUMMARY_COLUMNS)
     return tables.from_records(
         "delivery_levels", "Delivery time against factor levels (ms)", rows, columns, note=NOTE

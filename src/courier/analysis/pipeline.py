@@ -128,7 +128,7 @@ def _analyse(
     cluster.check_visible(spark, experiment.directory)
     prepared = inputs.load(spark, experiment, files, trim)
     steps.next()
-    found = results.summaries(prepared, exact)
+    found, distributions = results.summaries(prepared, exact)
     runs = results.run_table(prepared, found)
     breakdowns = results.response_tables(prepared, found)
     steps.next()
@@ -151,7 +151,7 @@ def _analyse(
         components_note=component_note,
         traces=traces,
         factors=results.factor_results(prepared, runs),
-        latency_histograms=results.latency_histograms(prepared),
+        latency_histograms=distributions,
         delivery=delivered,
         validity=results.validity_table(prepared, delivered),
     )

@@ -19,7 +19,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from courier.analysis import components, delivery, factorial, tables, traces, trimming
+from courier.analysis import components, factorial, histograms, tables, traces, trimming
 
 FORMATS = ("png", "svg")
 TRIMMED_COLOUR = "0.85"
@@ -206,7 +206,7 @@ def latency_cdfs(rows: list[dict[str, Any]], configs: dict[str, str]) -> Figure:
             ordered = sorted(buckets)
             total = sum(buckets.values())
             ys = np.cumsum([buckets[b] for b in ordered]) / total
-            ax.step(delivery.bucket_value(np.array(ordered)), ys, where="post", label=config)
+            ax.step(histograms.bucket_value(np.array(ordered)), ys, where="post", label=config)
         ax.set_xscale("log")
         ax.set_ylim(0, 1.02)
         ax.set_title(operation)

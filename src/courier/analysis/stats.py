@@ -6,8 +6,10 @@ where Student-t intervals and tests are computed with scipy.
 
 Percentiles: ``exact=True`` uses Spark's ``percentile``, which interpolates
 linearly between the closest ranks at position ``p * (n - 1)`` (numpy's default
-``linear`` method); otherwise ``percentile_approx`` with a rank error of at most
-``n / accuracy``, which returns an observed value.
+``linear`` method). Otherwise the request summaries read them from histograms with
+1% logarithmic buckets (``courier.analysis.histograms``: the order statistic
+``ceil(p n)`` to within half a percent, cheap to build and to merge), and ``describe``
+uses ``percentile_approx`` with a rank error of at most ``n / accuracy``.
 """
 
 from __future__ import annotations
