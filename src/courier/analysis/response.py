@@ -72,3 +72,39 @@ def finish_request_histograms(
             found[label] = histogram.quantile(p)[0] if histogram.n else None
         finished.append(found)
     return finished
+
+
+FINE = "fine"
+
+
+def fine_key_sets(key_sets: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Fewer grouping sets for Spark: each set that another contains is left to the
+    driver (``refine``), which merges the histograms of the larger set's groups."""
+    kept = {name: list(keys) for name, keys in key_sets.items()}
+    covered = {
+        name
+        for name, keys in kept.items()
+        if any(set(keys) < set(other) for other in kept.values())
+    }
+    return {name: keys for name, keys in kept.items() if name not in covered}
+
+
+def refine(
+    cells: Iterable[Mapping[str, Any]],
+    fine: Mapping[str, Sequence[str]],
+    key_sets: Mapping[str, Sequence[str]],
+) -> list[dict[str, Any]]:
+    """The rows of every set of ``key_sets``, from those of the ``fine`` sets: a set
+    Spark did not group by takes its rows from a fine set that contains its keys."""
+    cells = list(cells)
+    refined = []
+    for name, keys in key_sets.items():
+        source = name if name in fine else _containing(fine, keys)
+        for cell in cells:
+            if cell["grouping_set"] == source:
+                refined.append({**cell, "grouping_set": name})
+    return refined
+
+
+def _containing(fine: Mapping[str, Sequence[str]], keys: Sequence[str]) -> str:
+    return next(name for name, found in fine.items() if set(keys) <= set(found))

@@ -66,6 +66,8 @@ BREAKDOWNS = {
 }
 
 Summaries = dict[str, list[dict[str, Any]]]
+DETAIL = ["run_id", "operation", "status", "outcome", "server"]
+"""The grouping that holds every breakdown but the per-client one."""
 
 
 def summaries(inputs: Inputs, exact: bool) -> tuple[Summaries, list[dict[str, Any]]]:
@@ -78,7 +80,11 @@ def summaries(inputs: Inputs, exact: bool) -> tuple[Summaries, list[dict[str, An
         rows = tables.collect(summary)
         distributions = latency_histograms(inputs)
     else:
-        cells = tables.collect(inputs.measured.transform(response.request_histograms, key_sets))
+        # Spark groups by the finest sets only; the driver merges their few hundred
+        # buckets per group into the coarser sets (runs, by_operation, ...).
+        fine = response.fine_key_sets({**key_sets, "detail": DETAIL})
+        found_cells = inputs.measured.transform(response.request_histograms, fine)
+        cells = response.refine(tables.collect(found_cells), fine, key_sets)
         rows = response.finish_request_histograms(cells, key_sets)
         distributions = [
             {"run_id": c["run_id"], "operation": c["operation"], "bucket": c["bucket"],

@@ -13,8 +13,8 @@ decode); then ``bytes_received`` and
 ``deserialize_ns`` are 0 and ``response_ns`` runs until the call gave up.
 
 ``message_ids`` holds the ids of the messages the call stored (a send: one per
-queue) or read (a read, receive or awaited response), and ``queue_ids`` the queue
-of each; both are empty for every other call and for a call that failed. A READ is
+queue) or read (a read, receive or awaited response; a batch request: every
+message), and ``queue_ids`` the queue of each; both are empty for every other call and for a call that failed. A READ is
 recorded as ``pop`` or ``peek``, so that the analysis can tell the read that took a
 message from one that only looked at it.
 """
@@ -90,6 +90,20 @@ def message_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, 
         return (message.id,), (message.queue,)
     if isinstance(reply, protocol.MessageIdsReply) and isinstance(request, protocol.Send):
         return reply.ids, request.queue_ids
+    return _batch_ids(request, reply)
+
+
+def _batch_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, Ids]:
+    """A batch reply's ids, by shape: messages read (``messages``), or per message
+    sent the ids of its copies, in the order of the request's ``queue_ids``."""
+    messages = getattr(reply, "messages", None)
+    if messages is not None:
+        return tuple(m.id for m in messages), tuple(m.queue for m in messages)
+    per_message = getattr(reply, "ids", None)
+    queues = getattr(request, "queue_ids", None)
+    if per_message and queues and isinstance(per_message[0], tuple):
+        ids = tuple(i for copies in per_message for i in copies)
+        return ids, tuple(queues) * len(per_message)
     return NO_IDS
 
 
