@@ -14,9 +14,9 @@ decode); then ``bytes_received`` and
 
 ``message_ids`` holds the ids of the messages the call stored (a send: one per
 queue) or read (a read, receive or awaited response; a batch request: every
-message), and ``queue_ids`` the queue of each; both are empty for every other call and for a call that failed. A READ is
-recorded as ``pop`` or ``peek``, so that the analysis can tell the read that took a
-message from one that only looked at it.
+message), and ``queue_ids`` the queue of each; both are empty for every other call
+and for a call that failed. A READ is recorded as ``pop`` or ``peek``, so that the
+analysis can tell the read that took a message from one that only looked at it.
 """
 
 from __future__ import annotations
