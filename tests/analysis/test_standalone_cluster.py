@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -59,16 +60,15 @@ class Cluster:
         conf = root / "conf"
         conf.mkdir(parents=True)
         self.env = cluster_environment(conf)
-        self.port, self.ui_port = free_port(), free_port()
+        self.master_url = self.ui_url = ""
         self.processes: list[subprocess.Popen[bytes]] = []
-
-    @property
-    def master_url(self) -> str:
-        return f"spark://{LOOPBACK}:{self.port}"
 
     def start(self, workers: int) -> None:
         self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", LOOPBACK,
-                    "--port", str(self.port), "--webui-port", str(self.ui_port))  # fmt: skip
+                    "--port", str(free_port()), "--webui-port", str(free_port()))  # fmt: skip
+        # A port taken meanwhile makes Spark try the next one: read where it bound.
+        self.master_url = self._logged("master", r"Starting Spark master at (spark://\S+)")
+        self.ui_url = self._logged("master", r"MasterWebUI.* started at (http://\S+)")
         for n in range(workers):
             work = self.root / f"work-{n}"
             self._spawn(f"worker-{n}", "org.apache.spark.deploy.worker.Worker",
@@ -84,9 +84,18 @@ class Cluster:
                              stderr=subprocess.STDOUT, start_new_session=True)
         )  # fmt: skip
 
+    def _logged(self, name: str, pattern: str) -> str:
+        deadline = time.monotonic() + STARTUP_S
+        log = self.root / f"{name}.log"
+        while time.monotonic() < deadline:
+            found = re.search(pattern, log.read_text(errors="replace"))
+            if found:
+                return found.group(1)
+            time.sleep(0.2)
+        raise AssertionError(f"{name} never logged {pattern!r}: {log.read_text()[-2000:]}")
+
     def state(self) -> dict[str, Any]:
-        url = f"http://{LOOPBACK}:{self.ui_port}/json/"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as response:
             return dict(json.load(response))
 
     def _wait_for_workers(self, count: int) -> None:
