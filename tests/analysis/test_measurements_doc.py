@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from courier.measurements import record_schema
@@ -19,12 +20,17 @@ def kind_section(kind: str) -> str:
     return match.group(1)
 
 
+def type_name(type_: pa.DataType) -> str:
+    """As the page spells types: float64, list<int64>."""
+    if pa.types.is_list(type_):
+        return f"list<{type_name(type_.value_type)}>"
+    return str(type_).replace("double", "float64")
+
+
 @pytest.mark.parametrize("kind", sorted(record_schema.FIELDS))
 def test_every_field_has_a_row_in_its_kinds_table(kind: str) -> None:
-    rows = re.findall(r"^\| `(\w+)` \| (\w+) \|", kind_section(kind), re.M)
-    expected = [
-        (f.name, str(f.type).replace("double", "float64")) for f in record_schema.FIELDS[kind]
-    ]
+    rows = re.findall(r"^\| `(\w+)` \| ([\w<>]+) \|", kind_section(kind), re.M)
+    expected = [(f.name, type_name(f.type)) for f in record_schema.FIELDS[kind]]
     assert rows == expected
 
 

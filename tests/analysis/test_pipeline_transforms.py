@@ -35,6 +35,8 @@ def client_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
         "deserialize_ns": 0,
         "bytes_sent": 10,
         "bytes_received": 10,
+        "message_ids": [],
+        "queue_ids": [],
     }
     schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
     full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]

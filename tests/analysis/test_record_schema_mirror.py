@@ -18,6 +18,7 @@ ARROW_TO_SPARK = {
     pa.int64(): spark_types.LongType(),
     pa.int32(): spark_types.IntegerType(),
     pa.float64(): spark_types.DoubleType(),
+    pa.list_(pa.int64()): spark_types.ArrayType(spark_types.LongType(), containsNull=True),
 }
 
 

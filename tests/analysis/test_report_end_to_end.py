@@ -22,16 +22,18 @@ from pyspark.sql import SparkSession
 from courier.analysis import pipeline, report, synthetic, tables
 from courier.measurements import record_schema
 
-SECTIONS = (
-    "experiment",
-    "trim",
+SECTIONS = (  # findings first, raw tables and the spec last
+    "summary",
     "runs",
     "response",
+    "delivery",
+    "validity",
+    "trim",
     "components",
     "traces",
     "factors",
     "factorial",
-    "validity",
+    "appendix",
 )
 RUNS = ("r000", "r001", "r002", "r003")
 WARMUP_S, COOLDOWN_S = 4.0, 3.0
@@ -80,6 +82,7 @@ def test_report_files_and_sections(summary: pipeline.Summary) -> None:
     for anchor in SECTIONS:
         assert f'id="{anchor}"' in html
         assert f"](#{anchor})" in markdown
+    assert re.findall(r'<section id="(\w+)"', html) == list(SECTIONS)
 
 
 def test_every_figure_exists_in_png_and_svg_and_is_referenced(
@@ -93,7 +96,11 @@ def test_every_figure_exists_in_png_and_svg_and_is_referenced(
         "factor_clients",
         "factorial_0_variation",
         "factorial_1_variation",
+        "factorial_0_effects",
+        "factorial_1_effects",
+        "latency_cdf",
         *(f"trace_{run}" for run in RUNS),
+        "delivery_clients",
     }
     assert {Path(src).stem for src in images} == expected
     for src in images:
@@ -132,7 +139,7 @@ def test_every_table_is_written_as_parquet_and_csv(summary: pipeline.Summary) ->
 
 def raw_requests(experiment: Path, run_id: str) -> dict[str, np.ndarray]:
     data = pq.read_table(experiment / run_id / record_schema.CLIENT_REQUESTS).to_pydict()
-    return {name: np.asarray(values) for name, values in data.items()}
+    return {name: np.asarray(values) for name, values in data.items() if not name.endswith("_ids")}
 
 
 def test_run_figures_match_numpy_on_the_raw_records(

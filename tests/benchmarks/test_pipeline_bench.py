@@ -59,6 +59,7 @@ def spark() -> Iterator[SparkSession]:
 
 
 @pytest.mark.benchmark
+@pytest.mark.timeout(1800)  # minutes on a busy 2-core box, beyond the suite's 300 s
 def test_pipeline_records_per_second(experiment: Path, spark: SparkSession) -> None:
     marks: list[tuple[str, float]] = []
 

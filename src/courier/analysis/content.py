@@ -12,7 +12,16 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from courier.analysis import factorial, io, plots, report, stats, tables, transforms, validity
+from courier.analysis import (
+    factorial,
+    findings,
+    io,
+    plots,
+    report,
+    tables,
+    transforms,
+    validity,
+)
 from courier.analysis.results import Results
 
 TABLES_DIR = "tables"
@@ -35,11 +44,16 @@ class Writer:
 
     def __init__(self, report_dir: Path) -> None:
         self.report_dir = report_dir
+        self.appendix: list[report.Block] = []
 
     def table(self, table: tables.Table) -> report.TableBlock:
         io.write_table(table, self.report_dir / TABLES_DIR)
         stem = f"{TABLES_DIR}/{table.name}"
         return report.TableBlock(table, f"{stem}.parquet", f"{stem}.csv")
+
+    def to_appendix(self, *shown: tables.Table) -> None:
+        """Write tables and show them in the appendix: raw numbers, after the findings."""
+        self.appendix += [self.table(table) for table in shown]
 
     def figure(self, figure: Figure, stem: str, caption: str) -> report.FigureBlock:
         plots.save(figure, self.report_dir / PLOTS_DIR, stem)
@@ -49,23 +63,38 @@ class Writer:
 def document(results: Results, writer: Writer) -> report.Document:
     experiment = results.inputs.experiment
     builders = (
-        experiment_section,
-        trim_section,
+        summary_section,
         runs_section,
         response_section,
+        delivery_section,
+        validity_section,
+        trim_section,
         components_section,
         traces_section,
         factors_section,
         factorial_section,
-        validity_section,
     )
-    return report.Document(
-        f"Courier experiment report: {experiment.name}",
-        [build(results, writer) for build in builders],
-    )
+    sections = [build(results, writer) for build in builders]
+    sections.append(appendix_section(results, writer))
+    return report.Document(f"Courier experiment report: {experiment.name}", sections)
 
 
-def experiment_section(results: Results, writer: Writer) -> report.Section:
+def summary_section(results: Results, writer: Writer) -> report.Section:
+    inputs = results.inputs
+    measured = sum(b.measured_s for b in inputs.bounds.values())
+    blocks: list[report.Block] = [
+        report.Paragraph(
+            f"{len(inputs.bounds)} runs, {measured:.0f} s measured in all, "
+            f"{sum(results.record_counts.values()):,} records."
+        ),
+        writer.table(findings.headline(results)),
+        report.Paragraph(findings.validity_sentence(results)),
+    ]
+    blocks += [report.Paragraph(text) for text in findings.top_factors(results)]
+    return report.Section("summary", "Summary", blocks)
+
+
+def appendix_section(results: Results, writer: Writer) -> report.Section:
     inputs = results.inputs
     experiment = inputs.experiment
     runs = [
@@ -104,7 +133,9 @@ def experiment_section(results: Results, writer: Writer) -> report.Section:
         ),
     ]
     blocks += [report.Paragraph(note) for note in inputs.notes]
-    return report.Section("experiment", "Experiment", blocks)
+    return report.Section("appendix", "Appendix: experiment, tables and spec", [
+        *blocks, *writer.appendix,
+    ])  # fmt: skip
 
 
 def trim_section(results: Results, writer: Writer) -> report.Section:
@@ -122,7 +153,6 @@ def trim_section(results: Results, writer: Writer) -> report.Section:
                 f"Records outside the measured interval are dropped, using {how}. "
                 "A request belongs to the interval in which it started."
             ),
-            writer.table(results.trim_table),
             writer.figure(figure, "trim", "Throughput per window; grey regions were trimmed"),
         ],
     )
@@ -147,14 +177,21 @@ def response_section(results: Results, writer: Writer) -> report.Section:
     method = (
         "exact (linear interpolation between closest ranks)"
         if results.exact
-        else f"approximate (rank error at most n/{stats.DEFAULT_ACCURACY})"
+        else "read off 1% logarithmic buckets (within 0.5% of the order statistic)"
     )
     blocks: list[report.Block] = [
         report.Paragraph(
             f"Percentiles are {method}. Miss statuses: {', '.join(transforms.MISS_STATUSES)}."
         )
     ]
-    blocks += [writer.table(table) for table in results.breakdowns.values()]
+    blocks.append(
+        writer.figure(
+            plots.latency_cdfs(results.latency_histograms, results.inputs.configs),
+            "latency_cdf",
+            "Response-time distribution per operation (cumulative, log time axis)",
+        )
+    )
+    writer.to_appendix(*results.breakdowns.values())
     return report.Section("response", "Response time", blocks)
 
 
@@ -171,7 +208,7 @@ def components_section(results: Results, writer: Writer) -> report.Section:
         report.Paragraph(results.components_note),
     ]
     if results.components is not None and len(results.components):
-        blocks.append(writer.table(results.components))
+        writer.to_appendix(results.components)
         blocks.append(
             writer.figure(
                 plots.component_bars(results.components),
@@ -195,7 +232,7 @@ def traces_section(results: Results, writer: Writer) -> report.Section:
     for run_id, bounds in results.inputs.bounds.items():
         figure = plots.run_trace(run_id, configs[run_id], bounds, data)
         blocks.append(writer.figure(figure, f"trace_{run_id}", f"Time trace of {run_id}"))
-    blocks += [writer.table(table) for table in data.all()]
+    writer.to_appendix(results.trim_table, *data.all())
     return report.Section("traces", "Time traces", blocks)
 
 
@@ -208,8 +245,8 @@ def factors_section(results: Results, writer: Writer) -> report.Section:
             "Each level pools every run at that level: throughput samples "
             "are seconds, response-time samples are requests."
         ),
-        writer.table(levels),
     ]
+    writer.to_appendix(levels)
     for factor in results.inputs.experiment.factor_names:
         blocks.append(
             writer.figure(
@@ -237,14 +274,20 @@ def factorial_section(results: Results, writer: Writer) -> report.Section:
         stem = f"factorial_{index}"
         blocks += [
             report.Paragraph(f"Response: {analysis.response}. " + _error_text(analysis)),
-            writer.table(_sign_table(analysis, experiment.factors, stem)),
-            writer.table(_effects_table(analysis, stem)),
+            writer.figure(
+                plots.effects(analysis),
+                f"{stem}_effects",
+                f"Effects on {analysis.response} with 95% intervals",
+            ),
             writer.figure(
                 plots.variation(analysis),
                 f"{stem}_variation",
                 f"Allocation of variation: {analysis.response}",
             ),
         ]
+        writer.to_appendix(
+            _sign_table(analysis, experiment.factors, stem), _effects_table(analysis, stem)
+        )
     return report.Section("factorial", "Factorial analysis", blocks)
 
 
@@ -306,6 +349,33 @@ def _effects_table(analysis: factorial.Result, stem: str) -> tables.Table:
         "variation_percent",
     )
     return tables.from_records(f"{stem}_effects", f"Effects: {analysis.response}", rows, columns)
+
+
+def delivery_section(results: Results, writer: Writer) -> report.Section:
+    found = results.delivery
+    blocks: list[report.Block] = [
+        report.Paragraph(
+            "Each message a send stored is paired with the read that first took it "
+            "(pop, receive, await_response; a peek leaves the message where it was), "
+            "by the message ids in the client records. Messages never taken within the "
+            "run are the backlog, listed apart; deliveries whose send has no record in the "
+            "run are counted as unsent."
+        )
+    ]
+    if found.levels is not None and any(found.levels.column("n")):
+        for factor in results.inputs.experiment.factor_names:
+            blocks.append(
+                writer.figure(
+                    plots.delivery_levels(found.levels, factor),
+                    f"delivery_{factor}",
+                    f"Delivery-time percentiles against {factor} (95% intervals)",
+                )
+            )
+    blocks += [writer.table(found.groups["runs"]), writer.table(found.backlog)]
+    writer.to_appendix(found.groups["queues"], found.groups["pairs"])
+    if found.levels is not None:
+        writer.to_appendix(found.levels)
+    return report.Section("delivery", "Delivery time", blocks)
 
 
 def validity_section(results: Results, writer: Writer) -> report.Section:

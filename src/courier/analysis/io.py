@@ -27,6 +27,7 @@ _SPARK_TYPES: dict[pa.DataType, spark_types.DataType] = {
     pa.int64(): spark_types.LongType(),
     pa.int32(): spark_types.IntegerType(),
     pa.float64(): spark_types.DoubleType(),
+    record_schema.ID_LIST: spark_types.ArrayType(spark_types.LongType()),
 }
 
 

@@ -17,7 +17,18 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from courier.analysis import content, errors, inputs, io, report, results, session, trimming
+from courier.analysis import (
+    cluster,
+    content,
+    delivery_results,
+    errors,
+    inputs,
+    io,
+    report,
+    results,
+    session,
+    trimming,
+)
 from courier.measurements import manifest as manifest_
 
 Progress = Callable[[str, int, int], None]
@@ -31,7 +42,7 @@ STEPS = (
     "Response times and throughput",
     "Component breakdown",
     "Time traces",
-    "Factors and validity",
+    "Delivery times, factors and validity",
     "Writing the report",
 )
 
@@ -49,6 +60,7 @@ class Summary:
     runs: list[dict[str, Any]]
     records: int
     elapsed_s: float
+    results: results.Results | None = None  # everything the report shows
 
     @property
     def records_per_second(self) -> float:
@@ -113,9 +125,10 @@ def _analyse(
     steps: _Steps,
 ) -> results.Results:
     steps.next()
+    cluster.check_visible(spark, experiment.directory)
     prepared = inputs.load(spark, experiment, files, trim)
     steps.next()
-    found = results.summaries(prepared, exact)
+    found, distributions = results.summaries(prepared, exact)
     runs = results.run_table(prepared, found)
     breakdowns = results.response_tables(prepared, found)
     steps.next()
@@ -124,6 +137,7 @@ def _analyse(
     steps.next()
     traces = results.trace_tables(prepared, window_s)
     steps.next()
+    delivered = delivery_results.compute(prepared)
     return results.Results(
         inputs=prepared,
         trim=trim,
@@ -137,7 +151,9 @@ def _analyse(
         components_note=component_note,
         traces=traces,
         factors=results.factor_results(prepared, runs),
-        validity=results.validity_table(prepared, runs),
+        latency_histograms=distributions,
+        delivery=delivered,
+        validity=results.validity_table(prepared, delivered),
     )
 
 
@@ -172,4 +188,5 @@ def _summary(found: results.Results, report_dir: Path, elapsed_s: float) -> Summ
         runs=runs,
         records=sum(found.record_counts.values()),
         elapsed_s=elapsed_s,
+        results=found,
     )

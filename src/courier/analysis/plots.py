@@ -15,10 +15,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from courier.analysis import components, factorial, tables, traces, trimming
+from courier.analysis import components, factorial, histograms, tables, traces, trimming
 
 FORMATS = ("png", "svg")
 TRIMMED_COLOUR = "0.85"
@@ -146,30 +147,77 @@ def component_bars(table: tables.Table) -> Figure:
 
 
 def factor_levels(table: tables.Table, factor: str) -> Figure:
-    """Throughput and mean response time against the levels of one factor."""
+    """Throughput and mean response time against the levels of one factor, CI bands."""
     rows = table.where(factor=factor)
-    labels = [row["level"] for row in rows]
-    figure = Figure(figsize=(8, 3.4), layout="constrained")
+    figure = Figure(figsize=(10, 4), layout="constrained")
     left, right = figure.subplots(1, 2)
-    _errorbars(left, labels, rows, "throughput", "throughput_ci_low", "throughput_ci_high")
+    _band(left, rows, "throughput", "throughput_ci_low", "throughput_ci_high")
     left.set_ylabel("throughput (requests/s)")
-    _errorbars(right, labels, rows, "response_ms", "response_ci_low", "response_ci_high")
+    _band(right, rows, "response_ms", "response_ci_low", "response_ci_high")
     right.set_ylabel("mean response time (ms)")
     for ax in (left, right):
         ax.set_xlabel(factor)
-    figure.suptitle(f"Metrics against {factor} (95% confidence intervals)")
+    figure.suptitle(f"Metrics against {factor} (shaded: 95% confidence interval)")
     return figure
 
 
-def _errorbars(
-    ax: Axes, labels: list[str], rows: list[dict[str, Any]], value: str, low: str, high: str
-) -> None:
-    points = [(lab, r) for lab, r in zip(labels, rows, strict=True) if r[value] is not None]
-    means = [r[value] for _, r in points]
-    below = [r[value] - r[low] if r[low] is not None else 0.0 for _, r in points]
-    above = [r[high] - r[value] if r[high] is not None else 0.0 for _, r in points]
-    ax.errorbar([lab for lab, _ in points], means, yerr=[below, above], marker="o", capsize=4)
+def _band(ax: Axes, rows: list[dict[str, Any]], value: str, low: str, high: str) -> None:
+    """A value per level as a line, its interval as a band (levels evenly spaced)."""
+    points = [r for r in rows if r[value] is not None]
+    xs = list(range(len(points)))
+    ax.plot(xs, [r[value] for r in points], marker="o")
+    lows = [r[low] if r[low] is not None else r[value] for r in points]
+    highs = [r[high] if r[high] is not None else r[value] for r in points]
+    ax.fill_between(xs, lows, highs, alpha=0.25)
+    ax.set_xticks(xs, [r["level"] for r in points])
     ax.set_ylim(bottom=0)
+
+
+def effects(result: factorial.Result) -> Figure:
+    """Each effect of a factorial analysis with its 95% interval; zero marked."""
+    terms = [e for e in result.effects if e.term != "I"]
+    figure = Figure(figsize=(8, 0.55 * len(terms) + 1.5), layout="constrained")
+    ax = figure.subplots()
+    ys = list(range(len(terms)))
+    below = [e.estimate - e.ci_low if e.ci_low is not None else 0.0 for e in terms]
+    above = [e.ci_high - e.estimate if e.ci_high is not None else 0.0 for e in terms]
+    ax.errorbar([e.estimate for e in terms], ys, xerr=[below, above], fmt="o", capsize=4)
+    ax.axvline(0.0, color="0.4", linewidth=1)
+    ax.set_yticks(ys, [e.label for e in terms])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"effect on {result.response} (half the change from low to high level)")
+    ax.set_title(f"Effects on {result.response} (95% intervals)")
+    return figure
+
+
+def latency_cdfs(rows: list[dict[str, Any]], configs: dict[str, str]) -> Figure:
+    """The response-time distribution of each operation, one line per configuration."""
+    counts: dict[str, dict[str, dict[int, int]]] = defaultdict(lambda: defaultdict(dict))
+    for row in rows:
+        cell = counts[row["operation"]][configs.get(row["run_id"], row["run_id"])]
+        cell[row["bucket"]] = cell.get(row["bucket"], 0) + row["n"]
+    operations = sorted(counts)
+    columns = min(3, max(len(operations), 1))
+    lines = -(-max(len(operations), 1) // columns)
+    figure = Figure(figsize=(4.2 * columns, 3.4 * lines + 0.6), layout="constrained")
+    axes = figure.subplots(lines, columns, squeeze=False).ravel()
+    for ax, operation in zip(axes, operations, strict=False):
+        for config, buckets in sorted(counts[operation].items()):
+            ordered = sorted(buckets)
+            total = sum(buckets.values())
+            ys = np.cumsum([buckets[b] for b in ordered]) / total
+            ax.step(histograms.bucket_value(np.array(ordered)), ys, where="post", label=config)
+        ax.set_xscale("log")
+        ax.set_ylim(0, 1.02)
+        ax.set_title(operation)
+        ax.grid(True, alpha=0.3)
+    for ax in axes[len(operations) :]:
+        ax.set_visible(False)
+    if operations:
+        axes[0].legend(loc="lower right", fontsize="small")
+    figure.supxlabel("response time (ms, log scale)")
+    figure.supylabel("fraction of requests")
+    return figure
 
 
 def variation(result: factorial.Result) -> Figure:
@@ -207,4 +255,25 @@ def trim_overview(bounds: dict[str, trimming.Bounds], data: traces.Traces) -> Fi
         ax.set_visible(False)
     figure.supxlabel("seconds since run start (grey = trimmed)")
     figure.supylabel("requests/s")
+    return figure
+
+
+def delivery_levels(table: tables.Table, factor: str) -> Figure:
+    """Delivery-time p50, p90 and p99 against the levels of one factor, with CI bands."""
+    rows = [row for row in table.where(factor=factor) if row["n"]]
+    labels = [row["level"] for row in rows]
+    figure = Figure(figsize=(8, 4), layout="constrained")
+    ax = figure.subplots()
+    for name in ("p50", "p90", "p99"):
+        values = [row[name] for row in rows]
+        ax.plot(labels, values, marker="o", label=name)
+        ax.fill_between(
+            labels, [row[f"{name}_low"] for row in rows], [row[f"{name}_high"] for row in rows],
+            alpha=0.2,
+        )  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel(factor)
+    ax.set_ylabel("delivery time (ms, log scale)")
+    ax.legend(loc="upper left")
+    ax.set_title(f"Delivery time against {factor} (95% intervals shaded)")
     return figure

@@ -127,11 +127,17 @@ def _markdown_table(block: TableBlock) -> list[str]:
 # HTML
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1200px; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 1200px; color: #222;
+       padding: 0 1rem; }
+h1 { margin: 0 0 0.3rem; font-size: 1.6rem; }
+nav ul { display: flex; flex-wrap: wrap; gap: 0.2rem 1rem; list-style: none; padding: 0;
+         margin: 0 0 1rem; font-size: 0.9rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }
 th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: right; }
 th { background: #f2f2f2; } td:first-child, th:first-child { text-align: left; }
-figure { margin: 1rem 0; } figure img { max-width: 100%; }
+#summary table { font-size: 1rem; } #summary td, #summary th { padding: 0.35rem 0.7rem; }
+#summary .scroll { max-height: none; } #summary td:nth-child(2) { text-align: left; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
 pre { background: #f6f6f6; padding: 0.6rem; overflow-x: auto; }
 .scroll { max-height: 28rem; overflow: auto; }
 """

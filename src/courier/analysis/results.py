@@ -11,12 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
 
 from courier.analysis import (
     components,
+    delivery_results,
     errors,
     factorial,
     factors,
+    histograms,
+    response,
     stats,
     tables,
     throughput,
@@ -62,24 +66,43 @@ BREAKDOWNS = {
 }
 
 Summaries = dict[str, list[dict[str, Any]]]
+DETAIL = ["run_id", "operation", "status", "outcome", "server"]
+"""The grouping that holds every breakdown but the per-client one."""
 
 
-def summaries(inputs: Inputs, exact: bool) -> Summaries:
-    """Per-run and per-breakdown request summaries, by grouping set, in one pass."""
+def summaries(inputs: Inputs, exact: bool) -> tuple[Summaries, list[dict[str, Any]]]:
+    """Per-run and per-breakdown request summaries, by grouping set, in one pass; and
+    the response-time histograms per run and operation, which the report draws."""
     key_sets = {"runs": ["run_id"]}
     key_sets |= {name: ["run_id", *keys] for name, (keys, _) in BREAKDOWNS.items()}
-    summary = inputs.measured.transform(stats.summarize_request_sets, key_sets, exact=exact)
+    if exact:
+        summary = inputs.measured.transform(stats.summarize_request_sets, key_sets, exact=True)
+        rows = tables.collect(summary)
+        distributions = latency_histograms(inputs)
+    else:
+        # Spark groups by the finest sets only; the driver merges their few hundred
+        # buckets per group into the coarser sets (runs, by_operation, ...).
+        fine = response.fine_key_sets({**key_sets, "detail": DETAIL})
+        found_cells = inputs.measured.transform(response.request_histograms, fine)
+        cells = response.refine(tables.collect(found_cells), fine, key_sets)
+        rows = response.finish_request_histograms(cells, key_sets)
+        distributions = [
+            {"run_id": c["run_id"], "operation": c["operation"], "bucket": c["bucket"],
+             "n": c["n"]}
+            for c in cells
+            if c["grouping_set"] == "by_operation" and c["bucket"] is not None
+        ]  # fmt: skip
     configs = inputs.configs
     found: Summaries = {name: [] for name in key_sets}
-    for row in stats.with_confidence(tables.collect(summary)):
+    for row in stats.with_confidence(rows):
         name = row.pop("grouping_set")
         keys = key_sets[name]
         kept = {k: v for k, v in row.items() if k in keys or k not in _ALL_KEYS}
         found[name].append({**kept, "config": configs[row["run_id"]]})
-    for name, rows in found.items():
+    for name, found_rows in found.items():
         keys = key_sets[name]
-        rows.sort(key=lambda row: tuple(str(row[k]) for k in keys))
-    return found
+        found_rows.sort(key=lambda row: tuple(str(row[k]) for k in keys))
+    return found, distributions
 
 
 _ALL_KEYS = {"run_id", *(key for keys, _ in BREAKDOWNS.values() for key in keys)}
@@ -155,6 +178,15 @@ def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table |
     matched = sum(row["matched"] for row in rows)
     note = f"{matched} of {total_requests} measured requests matched a server record."
     return components.pool_by_config(rows, inputs.configs), note
+
+
+def latency_histograms(inputs: Inputs) -> list[dict[str, Any]]:
+    """Measured requests (errors left out) per run, operation and 1% bucket of response
+    time: the distributions the report draws, a few hundred rows per operation."""
+    measured = inputs.measured.where(sf.col("outcome") != transforms.ERROR)
+    bucket = histograms.bucket(sf.col("latency_ms")).alias("bucket")
+    grouped = measured.groupBy("run_id", "operation", bucket).agg(sf.count(sf.lit(1)).alias("n"))
+    return tables.collect(grouped.select("run_id", "operation", "bucket", "n"))
 
 
 TRACE_COLUMNS = {
@@ -241,15 +273,15 @@ def factor_results(inputs: Inputs, runs: RunMetrics) -> FactorResults:
     levels = factors.by_level(experiment, runs.response, runs.throughput, p99)
     analyses = []
     note = ""
-    for column, response in FACTORIAL_RESPONSES.items():
+    for column, measure in FACTORIAL_RESPONSES.items():
         values = {r["run_id"]: r[column] for r in runs.table.records() if r[column] is not None}
         observations, note = factorial.design_from_runs(experiment, values)
         if observations is not None:
-            analyses.append(factorial.analyse(observations, experiment.factor_names, response))
+            analyses.append(factorial.analyse(observations, experiment.factor_names, measure))
     return FactorResults(levels, analyses, note and f"No factorial analysis: {note}.")
 
 
-def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
+def validity_table(inputs: Inputs, delivered: delivery_results.Delivery) -> tables.Table:
     """The saturation-run verdict of every run (n/a for closed-loop runs)."""
     depth_rows: dict[str, dict[str, Any]] = {}
     if record_schema.QUEUE_DEPTHS in inputs.present:
@@ -261,9 +293,8 @@ def validity_table(inputs: Inputs, runs: RunMetrics) -> tables.Table:
             .transform(validity.depth_regression)
         )
         depth_rows = {row["run_id"]: row for row in tables.collect(depths)}
-    p90 = {row["run_id"]: row["p90"] for row in runs.table.records()}
     arrivals = {run.run_id: run.arrival for run in inputs.experiment.runs}
-    return validity.table(inputs.configs, arrivals, p90, depth_rows)
+    return validity.table(inputs.configs, arrivals, delivered.runs, depth_rows)
 
 
 @dataclass(frozen=True)
@@ -282,4 +313,6 @@ class Results:
     components_note: str
     traces: traces.Traces
     factors: FactorResults
+    latency_histograms: list[dict[str, Any]]
+    delivery: delivery_results.Delivery
     validity: tables.Table

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from courier.measurements import manifest, parquet, record_schema
 
@@ -44,7 +45,6 @@ class Shape:
     clients: int = 4
     instances: tuple[str, ...] = ("127.0.0.1:7400", "127.0.0.1:7401")
     operations: tuple[str, ...] = ("send", "pop", "peek")
-    miss_rate: float = 0.05
     error_rate: float = 0.01
     latency_step: float = 0.5
     depth_trend_per_s: float = 0.0
@@ -138,9 +138,12 @@ def _write_run(
         if kind in writers:
             writers[kind].write_columns(kind, columns)
 
+    fifo = _Fifo()
     for first in range(0, form.requests_per_run, form.chunk_rows):
         n = min(form.chunk_rows, form.requests_per_run - first)
         client, server = _requests(run, first, n, scale, form, rng)
+        fifo.deliver(client, rng)
+        server["status"] = client["status"]
         write(record_schema.CLIENT_REQUESTS, client)
         write(record_schema.SERVER_REQUESTS, server)
     seconds = np.arange(int(form.duration_s), dtype=np.int64)
@@ -166,8 +169,10 @@ def _requests(
     operations = np.asarray(form.operations)[rng.integers(0, len(form.operations), n)]
     status = _statuses(operations, form, rng)
     servers = np.asarray(form.instances)[client_ids % len(form.instances)]
+    # Each chunk covers its own slice of the run, so that time runs on across chunks.
     span = run.end_ns - run.start_ns
-    start = run.start_ns + np.sort(rng.integers(0, span, n))
+    begin = run.start_ns + span * first // form.requests_per_run
+    start = begin + np.sort(rng.integers(0, span * n // form.requests_per_run, n))
     server = {
         "run_id": np.full(n, run.run_id),
         "instance": servers,
@@ -215,12 +220,57 @@ def _requests(
     return client, server
 
 
+class _Fifo:
+    """One FIFO of messages across a run's chunks: sends store, pops take, peeks look.
+
+    An ok send stores a new message in a random queue; a pop (or peek) that is not an
+    error takes (or sees) the oldest message waiting, and finds the queue empty when
+    none is. Vectorised: the number waiting is the reflected walk of the sends minus
+    the pops, so a pop finds a message exactly when the walk was above zero before it.
+    Messages still waiting at the end of the run are its backlog.
+    """
+
+    QUEUES = 3
+
+    def __init__(self) -> None:
+        self.waiting_ids = np.zeros(0, dtype=np.int64)
+        self.waiting_queues = np.zeros(0, dtype=np.int64)
+        self.next_id = 1
+
+    def deliver(self, client: dict[str, Any], rng: np.random.Generator) -> None:
+        """Sets status, message_ids and queue_ids of one chunk's client requests."""
+        operations, status = client["operation"], client["status"]
+        live = status != "QUEUE_NOT_FOUND"
+        sends = live & (operations == "send")
+        pops, peeks = live & (operations == "pop"), live & (operations == "peek")
+        new_ids = self.next_id + np.arange(int(sends.sum()), dtype=np.int64)
+        self.next_id += len(new_ids)
+        new_queues = rng.integers(1, self.QUEUES + 1, len(new_ids))
+        waiting_ids = np.concatenate([self.waiting_ids, new_ids])
+        waiting_queues = np.concatenate([self.waiting_queues, new_queues])
+        walk = len(self.waiting_ids) + np.cumsum(sends.astype(np.int64) - pops)
+        depth = walk - np.minimum(np.minimum.accumulate(walk), 0)  # reflected at zero
+        before = np.concatenate([[len(self.waiting_ids)], depth[:-1]])
+        found = (pops | peeks) & (before > 0)
+        taken = np.cumsum(pops & found) - (pops & found)  # messages taken before each row
+        index = np.zeros(len(operations), dtype=np.int64)
+        index[found] = taken[found]  # the oldest waiting message
+        index[sends] = len(self.waiting_ids) + np.arange(len(new_ids))
+        has_id = found | sends
+        status[(pops | peeks) & ~found] = "QUEUE_EMPTY"
+        status[found] = "OK"
+        offsets = pa.array(np.concatenate([[0], np.cumsum(has_id)]), pa.int32())
+        ids, queues = waiting_ids[index[has_id]], waiting_queues[index[has_id]]
+        client["message_ids"] = pa.ListArray.from_arrays(offsets, pa.array(ids))
+        client["queue_ids"] = pa.ListArray.from_arrays(offsets, pa.array(queues))
+        used = int((pops & found).sum())
+        self.waiting_ids, self.waiting_queues = waiting_ids[used:], waiting_queues[used:]
+
+
 def _statuses(operations: np.ndarray, form: Shape, rng: np.random.Generator) -> np.ndarray:
-    draw = rng.random(len(operations))
-    reads = operations != "send"
+    """OK, or an error at ``error_rate``; the FIFO decides which reads find nothing."""
     status = np.full(len(operations), "OK", dtype=object)
-    status[reads & (draw < form.miss_rate)] = "QUEUE_EMPTY"
-    status[draw > 1 - form.error_rate] = "QUEUE_NOT_FOUND"
+    status[rng.random(len(operations)) < form.error_rate] = "QUEUE_NOT_FOUND"
     return status
 
 

@@ -1,8 +1,9 @@
 """Is a saturation run valid? Two criteria, both at 95% confidence where tested.
 
-1. Delivery time: p90 at most 5 s. The records do not link a send to the pop of
-   the same message (no message id is recorded), so the verdict uses the p90
-   response time of the run's measured requests instead, and says so.
+1. Delivery time: at least 90% of the messages sent in the measured interval were
+   delivered within 5 s (``courier.analysis.delivery``). A message still waiting at
+   the end of the run counts against it once it has waited 5 s; one that had waited
+   less cannot be judged and is left out.
 2. Queue depth is stable: the least-squares slope of the total queue depth over
    the measured interval is not significantly different from zero (t-test).
 
@@ -22,13 +23,15 @@ from typing import Any
 
 from pyspark.sql import DataFrame
 
-from courier.analysis import stats, tables
+from courier.analysis import delivery, stats, tables
 
-MAX_P90_MS = 5_000.0
+MAX_P90_MS = delivery.DEADLINE_MS
+SHARE = 0.9
 METHOD = (
-    "Delivery time is approximated by response time: the records do not link a "
-    "send to the pop of the same message, so the p90 criterion is applied to the "
-    "p90 response time of all measured (non-error) requests of the run."
+    "Delivery time is measured per message: each send joined to the read that took it. "
+    "on_time_share counts messages sent in the measured interval and delivered within "
+    "5 s, over those delivered plus those still waiting at the end after 5 s or more "
+    "(a message waiting less at the end cannot be judged). p90_ok: on_time_share >= 0.9."
 )
 SCOPE = (
     "Only saturation runs are judged: open-loop runs, whose clients start requests at "
@@ -42,7 +45,10 @@ COLUMNS = (
     "config",
     "arrival",
     "judged",
-    "p90_ms",
+    "delivered",
+    "late_backlog",
+    "p90_delivery_ms",
+    "on_time_share",
     "p90_ok",
     "depth_samples",
     "depth_slope_per_s",
@@ -64,12 +70,13 @@ def verdict(
     run_id: str,
     config: str,
     arrival: str,
-    p90_ms: float | None,
+    delivered: Mapping[str, Any],
     depth: stats.SlopeTest | None,
 ) -> dict[str, Any]:
     """The validity row of one run; only an open-loop run gets verdicts."""
     judged = arrival == "open"
-    p90_ok = None if p90_ms is None or not judged else p90_ms <= MAX_P90_MS
+    share = on_time_share(delivered)
+    p90_ok = None if share is None or not judged else share >= SHARE
     stable = None if depth is None or not judged else not depth.significant
     valid = None if p90_ok is None or stable is None else p90_ok and stable
     return {
@@ -77,7 +84,10 @@ def verdict(
         "config": config,
         "arrival": arrival,
         "judged": judged,
-        "p90_ms": p90_ms,
+        "delivered": delivered.get("delivered") or 0,
+        "late_backlog": delivered.get("late_backlog") or 0,
+        "p90_delivery_ms": delivered.get("p90"),
+        "on_time_share": share,
         "p90_ok": p90_ok,
         "depth_samples": depth.n if depth else 0,
         "depth_slope_per_s": depth.slope if depth else None,
@@ -89,10 +99,18 @@ def verdict(
     }
 
 
+def on_time_share(delivered: Mapping[str, Any]) -> float | None:
+    """The share of messages delivered within 5 s, of those whose fate is known."""
+    count = delivered.get("delivered") or 0
+    on_time = round((delivered.get("within_5s") or 0.0) * count)
+    known = count + (delivered.get("late_backlog") or 0)
+    return on_time / known if known else None
+
+
 def table(
     configs: Mapping[str, str],
     arrivals: Mapping[str, str],
-    p90: Mapping[str, float | None],
+    delivered: Mapping[str, Mapping[str, Any]],
     depth_rows: Mapping[str, Mapping[str, Any]],
 ) -> tables.Table:
     """Verdicts of every run, in run order; runs not judged show n/a."""
@@ -100,7 +118,7 @@ def table(
     for run_id, config in configs.items():
         depth_row = depth_rows.get(run_id)
         depth = stats.slope_test(depth_row) if depth_row else None
-        rows.append(verdict(run_id, config, arrivals[run_id], p90.get(run_id), depth))
+        rows.append(verdict(run_id, config, arrivals[run_id], delivered.get(run_id, {}), depth))
     return tables.from_records(
         "validity", "Validity of saturation runs", rows, COLUMNS, note=METHOD, applies="judged"
     )

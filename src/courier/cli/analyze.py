@@ -25,7 +25,7 @@ def _parse_trim(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 @click.command()
-@click.argument("experiment_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("experiment_dir", type=click.Path(file_okay=False, path_type=Path), required=False)
 @click.option(
     "--master",
     default="local[*]",
@@ -53,19 +53,35 @@ def _parse_trim(ctx: click.Context, param: click.Parameter, value: str | None) -
     help="Report directory (default: EXPERIMENT_DIR/report).",
 )
 @click.option(
+    "--compare",
+    nargs=2,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="A B",
+    help="Analyse two experiments and compare B against A, per configuration: differences "
+    "and their significance (--out: where the comparison goes, default ./compare-A-B).",
+)
+@click.option(
     "--exact-percentiles",
     is_flag=True,
     help="Exact percentiles (slower, memory-hungry on big runs) instead of approximate.",
 )
 def analyze(
-    experiment_dir: Path,
+    experiment_dir: Path | None,
     master: str,
     trim: trimming.FixedTrim | None,
     window: float,
     out: Path | None,
+    compare: tuple[Path, Path] | None,
     exact_percentiles: bool,
 ) -> None:
-    """Analyse EXPERIMENT_DIR and write its report (HTML, Markdown, plots, tables)."""
+    """Analyse EXPERIMENT_DIR and write its report (HTML, Markdown, plots, tables);
+    or, with --compare A B, two experiments side by side."""
+    if (experiment_dir is None) == (compare is None):
+        raise click.UsageError("give EXPERIMENT_DIR, or --compare A B")
+    if compare is not None:
+        _compare(compare, master, trim, window, out, exact_percentiles)
+        return
+    assert experiment_dir is not None
     from courier.analysis import pipeline  # imports PySpark: only when used
 
     console = Console(stderr=True)
@@ -95,6 +111,45 @@ def analyze(
         except analysis_errors.ExperimentError as exc:
             raise click.ClickException(str(exc)) from None
     Console().print(summary_table(summary))
+
+
+def _compare(
+    experiments: tuple[Path, Path],
+    master: str,
+    trim: trimming.FixedTrim | None,
+    window: float,
+    out: Path | None,
+    exact: bool,
+) -> None:
+    from courier.analysis import comparison, pipeline, session
+
+    first, second = experiments
+    target = out or Path(f"compare-{first.name}-{second.name}")
+    try:
+        with session.opened(master) as spark:
+            a, b = (
+                pipeline.run(path, trim=trim, window_s=window, exact_percentiles=exact,
+                             spark=spark)
+                for path in experiments
+            )  # fmt: skip
+            found = comparison.compare(a, b, target)
+    except analysis_errors.ExperimentError as exc:
+        raise click.ClickException(str(exc)) from None
+    Console().print(comparison_table(found.table, found.report_dir))
+
+
+def comparison_table(table: Any, report_dir: Path) -> Table:
+    shown = Table(box=box.SIMPLE_HEAD, title=f"{table.title}: {report_dir / 'index.html'}")
+    for column in ("config", "metric", "A", "B", "B - A", "change", "significant"):
+        shown.add_column(column, justify="left" if column in ("config", "metric") else "right")
+    for row in table.records():
+        change = row["change_percent"]
+        shown.add_row(
+            row["config"], row["metric"], _number(row["a"]), _number(row["b"]),
+            _number(row["difference"]), "-" if change is None else f"{change:+.1f}%",
+            {True: "[bold]yes", False: "no", None: "-"}[row["significant"]],
+        )  # fmt: skip
+    return shown
 
 
 def summary_table(summary: Any) -> Table:

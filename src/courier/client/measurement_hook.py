@@ -11,6 +11,12 @@ Besides the wire status names (``OK``, ``QUEUE_EMPTY``, ...), ``status`` may be
 (no reply within the client's request timeout) or ``BAD_REPLY`` (the reply did not
 decode); then ``bytes_received`` and
 ``deserialize_ns`` are 0 and ``response_ns`` runs until the call gave up.
+
+``message_ids`` holds the ids of the messages the call stored (a send: one per
+queue) or read (a read, receive or awaited response; a batch request: every
+message), and ``queue_ids`` the queue of each; both are empty for every other call
+and for a call that failed. A READ is recorded as ``pop`` or ``peek``, so that the
+analysis can tell the read that took a message from one that only looked at it.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple, TypeAlias
 
-from courier import errors
+from courier import errors, protocol
 
 CONNECTION_LOST = "CONNECTION_LOST"
 TIMEOUT = "TIMEOUT"
@@ -30,7 +36,7 @@ class CallRecord(NamedTuple):
 
     The names of a ``CallRow``'s values: ``CallRecord._make(row)``.
 
-    >>> row = ("127.0.0.1:7400", 7, 1, "ping", "OK", 0, 90_000, 800, 900, 12, 21)
+    >>> row = ("127.0.0.1:7400", 7, 1, "ping", "OK", 0, 90_000, 800, 900, 12, 21, (), ())
     >>> CallRecord._make(row).operation
     'ping'
     """
@@ -53,9 +59,14 @@ class CallRecord(NamedTuple):
     deserialize_ns: int
     bytes_sent: int
     bytes_received: int
+    message_ids: tuple[int, ...]
+    """messages stored (send) or read (pop, peek, receive, await_response)"""
+    queue_ids: tuple[int, ...]
+    """the queue of each message id"""
 
 
-CallRow: TypeAlias = tuple[str, int, int, str, str, int, int, int, int, int, int]
+Ids: TypeAlias = tuple[int, ...]
+CallRow: TypeAlias = tuple[str, int, int, str, str, int, int, int, int, int, int, Ids, Ids]
 """One call's record as the recorder gets it: the values of ``CallRecord``'s fields,
 in order, in a plain tuple, built once: the lab keeps it as it is until its writer
 takes it. (The garbage collector stops tracking a plain tuple of plain values but
@@ -63,6 +74,44 @@ never a named tuple, and a plain tuple costs a third as much to build.)"""
 
 Recorder: TypeAlias = Callable[[CallRow], None]
 """Called once per call, on the event loop: keep it cheap."""
+
+
+NO_IDS: tuple[Ids, Ids] = ((), ())
+
+
+def message_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, Ids]:
+    """The ids a successful reply carries, and the queue of each.
+
+    A send's ids come in the order of its queues. Kept to a type test or two: it
+    runs once per recorded call.
+    """
+    if isinstance(reply, protocol.MessageReply):
+        message = reply.message
+        return (message.id,), (message.queue,)
+    if isinstance(reply, protocol.MessageIdsReply) and isinstance(request, protocol.Send):
+        return reply.ids, request.queue_ids
+    return _batch_ids(request, reply)
+
+
+def _batch_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, Ids]:
+    """A batch reply's ids, by shape: messages read (``messages``), or per message
+    sent the ids of its copies, in the order of the request's ``queue_ids``."""
+    messages = getattr(reply, "messages", None)
+    if messages is not None:
+        return tuple(m.id for m in messages), tuple(m.queue for m in messages)
+    per_message = getattr(reply, "ids", None)
+    queues = getattr(request, "queue_ids", None)
+    if per_message and queues and isinstance(per_message[0], tuple):
+        ids = tuple(i for copies in per_message for i in copies)
+        return ids, tuple(queues) * len(per_message)
+    return NO_IDS
+
+
+def operation_name(request: protocol.Request, opcode_name: str) -> str:
+    """``pop`` or ``peek`` for a READ (whether it took the message), else the opcode's."""
+    if type(request) is protocol.Read:
+        return "pop" if request.pop else "peek"
+    return opcode_name
 
 
 def local_status(exc: errors.CourierError) -> str:

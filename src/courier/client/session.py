@@ -226,9 +226,9 @@ class Session:
         except errors.CourierError as exc:
             if self.recorder is not None:
                 self.recorder((
-                    link.label, self._client_id(), request_id, _OPERATIONS[type(request)],
+                    link.label, self._client_id(), request_id, _operation(request),
                     measurement_hook.local_status(exc), start_ns, time.perf_counter_ns() - started,
-                    serialize_ns, 0, len(frame), 0,
+                    serialize_ns, 0, len(frame), 0, (), (),
                 ))  # fmt: skip
             raise
         reply = arrival.reply
@@ -236,10 +236,11 @@ class Session:
             self.client = reply.client  # before the record: a LOGIN counts as the new client's
         if self.recorder is not None:
             status = names.STATUSES[reply.status] if type(reply) is protocol.ErrorReply else "OK"
+            ids, queues = measurement_hook.message_ids(request, reply)
             self.recorder((
-                link.label, self._client_id(), request_id, _OPERATIONS[type(request)], status,
+                link.label, self._client_id(), request_id, _operation(request), status,
                 start_ns, arrival.decoded_at_ns - started, serialize_ns,
-                arrival.deserialize_ns, len(frame), arrival.size,
+                arrival.deserialize_ns, len(frame), arrival.size, ids, queues,
             ))  # fmt: skip
         return _expect(reply, expected)
 
@@ -261,6 +262,10 @@ class Session:
 
         link.abandon(request_id, release)
         link.post(protocol.encode(self._next_request_id(), protocol.Cancel(request_id)))
+
+
+def _operation(request: protocol.Request) -> str:
+    return measurement_hook.operation_name(request, _OPERATIONS[type(request)])
 
 
 def _reply_type(request: protocol.Request) -> type[protocol.Reply]:

@@ -203,10 +203,10 @@ class RecordWriter:
         self.buffers[kind].append(row)
 
     def write_columns(self, kind: str, columns: Mapping[str, Any]) -> None:
-        """Write whole columns (sequences or numpy arrays, by field name) now, as one
-        row group: for records generated in bulk rather than recorded one by one."""
+        """Write whole columns (sequences, numpy or Arrow arrays, by field name) now, as
+        one row group: for records generated in bulk rather than recorded one by one."""
         schema = self.buffers[kind].schema
-        arrays = [pa.array(columns[field.name], type=field.type) for field in schema]
+        arrays = [_as_array(columns[field.name], field.type) for field in schema]
         with self._write_lock:
             self._files[kind].write(pa.Table.from_arrays(arrays, schema=schema))
 
@@ -259,3 +259,10 @@ class RecordWriter:
             except Exception as exc:  # keep the process serving; close() reports it
                 self.flush_error = exc
                 return
+
+
+def _as_array(values: Any, type_: pa.DataType) -> pa.Array[Any]:
+    """Values as an Arrow array of ``type_``; an Arrow array of that type as it is."""
+    if isinstance(values, pa.Array) and values.type == type_:
+        return values
+    return pa.array(values, type=type_)

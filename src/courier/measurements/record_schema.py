@@ -27,6 +27,10 @@ class Field:
     doc: str
 
 
+ID_LIST = pa.list_(pa.int64())
+"""Message and queue ids of one request: empty for most, one id for a single send or
+read, several for a send to several queues (and for batch requests)."""
+
 CLIENT_REQUESTS = "client_requests"
 SERVER_REQUESTS = "server_requests"
 RESOURCES = "resources"
@@ -50,6 +54,8 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("deserialize_ns", pa.int64(), "time to decode the reply"),
         Field("bytes_sent", pa.int64(), "request frame size"),
         Field("bytes_received", pa.int64(), "reply frame size"),
+        Field("message_ids", ID_LIST, "ids of the messages the call stored or read"),
+        Field("queue_ids", ID_LIST, "queue of each of message_ids, in the same order"),
     ),
     SERVER_REQUESTS: (
         Field("run_id", pa.string(), "run this record belongs to"),

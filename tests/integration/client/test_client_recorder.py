@@ -41,8 +41,8 @@ async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique
         ("ping", "OK"),
         ("create_queue", "OK"),
         ("send", "OK"),
-        ("read", "OK"),
-        ("read", "QUEUE_EMPTY"),
+        ("pop", "OK"),
+        ("pop", "QUEUE_EMPTY"),
         ("logout", "OK"),
     ]
     assert {call.server for call in calls} == {server}
@@ -57,6 +57,11 @@ async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique
         assert 0 < call.deserialize_ns < call.response_ns
         assert call.bytes_sent >= protocol.HEADER_SIZE
         assert call.bytes_received > protocol.HEADER_SIZE  # every reply has a status
+    # The send's record carries the id it stored, the pop's the id it took.
+    send, pop = calls[3:5]
+    assert send.message_ids == pop.message_ids and len(send.message_ids) == 1
+    assert send.queue_ids == pop.queue_ids == (queue.id,)
+    assert [call.message_ids for call in calls if call not in (send, pop)] == [()] * 5
     ping = calls[1]
     assert (ping.bytes_sent, ping.bytes_received) == (PING_BYTES, PONG_BYTES)
     starts = [call.start_ns for call in calls]

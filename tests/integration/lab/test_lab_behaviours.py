@@ -33,7 +33,7 @@ async def test_each_behaviour_makes_its_requests_with_success(dsn: str, tmp_path
             done[row["behaviour"]][row["operation"]] += 1
     assert done["standard"]["delete_queue"] > 0
     assert done["sender"]["send"] > 0 and set(done["sender"]) == {"send", "login", "logout"}
-    assert done["reader"]["read"] > 0
+    assert done["reader"]["pop"] > 0
     assert done["bouncer"]["queues_for_me"] > 0 and done["bouncer"]["send"] > 2  # bounced on
     assert done["pair-client"]["await_response"] > 0  # replies came back
     assert done["pair-server"]["receive"] > 0 and done["pair-server"]["send"] > 0

@@ -12,16 +12,16 @@ from courier.server import launcher
 
 THE_CYCLE = [
     ("send", "OK"),  # 1 to anyone on queue 1
-    ("read", "OK"),  # 2 peek queue 1
-    ("read", "OK"),  # 3 pop queue 1
+    ("peek", "OK"),  # 2 peek queue 1
+    ("pop", "OK"),  # 3 pop queue 1
     ("send", "OK"),  # 4 to myself on queue 1
-    ("read", "OK"),  # 5 peek by sender=me on queue 1
-    ("read", "OK"),  # 6 pop by sender=me on queue 1
+    ("peek", "OK"),  # 5 peek by sender=me on queue 1
+    ("pop", "OK"),  # 6 pop by sender=me on queue 1
     ("create_queue", "OK"),  # 7
     ("send", "OK"),  # 8 to the new queue
     ("queues_for_me", "OK"),  # 9
-    ("read", "OK"),  # 10 peek by sender=me, any queue
-    ("read", "OK"),  # 11 pop from the new queue
+    ("peek", "OK"),  # 10 peek by sender=me, any queue
+    ("pop", "OK"),  # 11 pop from the new queue
     ("delete_queue", "OK"),  # 12
 ]
 

@@ -20,9 +20,11 @@ def test_a_client_recorder_writes_every_call_at_once_and_counts_it(tmp_path: Pat
     )
     counter = types.SimpleNamespace(requests=0)
     standard = recorded.client_recorder("standard", counter)
-    standard((SERVER, 7, 1, "login", "OK", 1_005, 9, 1, 1, 20, 30))  # nothing held back
-    standard((SERVER, 7, 2, "send", "OK", 2_005, 9, 1, 1, 20, 30))
-    recorded.client_recorder("reader")((SERVER, 8, 1, "login", "OK", 3_005, 9, 1, 1, 20, 30))
+    standard((SERVER, 7, 1, "login", "OK", 1_005, 9, 1, 1, 20, 30, (), ()))  # nothing held back
+    standard((SERVER, 7, 2, "send", "OK", 2_005, 9, 1, 1, 20, 30, (11,), (3,)))
+    recorded.client_recorder("reader")(
+        (SERVER, 8, 1, "login", "OK", 3_005, 9, 1, 1, 20, 30, (), ())
+    )
     rows = [row for path in recorded.close() for row in pq.read_table(path).to_pylist()]
     assert counter.requests == 2
     assert sorted(

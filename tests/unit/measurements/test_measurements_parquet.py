@@ -16,7 +16,7 @@ from courier.measurements import parquet, record_schema
 from courier.server import measurement_hook as server_hook
 
 GC_KIND = record_schema.GC_PAUSES
-SETUP_CALL = ("127.0.0.1:7401", 0, 1, "register", "OK", 2_000, 9, 1, 1, 20, 30)
+SETUP_CALL = ("127.0.0.1:7401", 0, 1, "register", "OK", 2_000, 9, 1, 1, 20, 30, (), ())
 
 
 def gc_row(n: int) -> tuple[object, ...]:
@@ -90,12 +90,13 @@ def test_rows_of_every_buffer_of_a_kind_reach_its_file(tmp_path: Path) -> None:
     writer = parquet.RecordWriter(tmp_path, "clients-0", [record_schema.CLIENT_REQUESTS])
     for behaviour in ("standard", "reader"):
         rows = writer.add_buffer(record_schema.CLIENT_REQUESTS, ("r000", "clients-0", behaviour), 5)
-        rows.append(("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30))
+        rows.append(("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30, (4,), (1,)))
     writer.append(record_schema.CLIENT_REQUESTS, ("r000", "clients-0", "setup", *SETUP_CALL))
     rows = read_rows(writer.close())
     assert sorted((row["behaviour"], row["start_ns"]) for row in rows) == [
         ("reader", 1_000), ("setup", 2_000), ("standard", 1_000),
     ]  # fmt: skip
+    assert sorted(row["message_ids"] for row in rows) == [[], [4], [4]]
 
 
 def test_close_writes_everything_to_kind_dir_process_n(tmp_path: Path) -> None:

@@ -1,0 +1,196 @@
+"""Delivery time: from the send of a message to the read that took it, per message.
+
+Client records carry the ids of the messages a call stored or read
+(``message_ids``, with ``queue_ids`` the queue of each). Every id a successful
+call carried becomes one *event*: stored (by a send) or taken (by any other
+operation that carried ids, except ``peek``, which leaves the message where it
+was). One aggregation over the events of each (run, message) pairs a message's
+send with its first delivery, without a join:
+
+- delivered: sent and taken; delivery time = the taking call's reply instant
+  (``start_ns + response_ns``) minus the send's ``start_ns``;
+- backlog: sent and never taken within the run (still waiting at its end);
+- unsent: taken, but its send has no record in the run (sent before it began).
+
+A message belongs to the measured interval in which it was sent. Percentiles
+come from a histogram with logarithmic buckets (``RELATIVE_ERROR`` wide), built
+in the same pass as the moments, so each grouping costs one aggregation; their
+95% intervals are the distribution-free order-statistic intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as sf
+
+from courier.analysis import histograms as histograms_
+from courier.analysis import stats, transforms
+from courier.protocol import names
+
+STORES = ("send", "send_many")
+"""Operations whose ids are messages they stored; other operations' ids were read."""
+LOOKS = ("peek",)
+"""Reads that leave the message in its queue: not deliveries."""
+
+PERCENTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+DEADLINE_MS = 5_000.0
+"""The delivery-time bound of the validity criterion (90% within 5 s)."""
+DELIVERED, BACKLOG, UNSENT, OUTSIDE = "delivered", "backlog", "unsent", "outside"
+
+EVENT_COLUMNS = ("run_id", "message_id", "queue_id", "op", "stored", "at_ns")
+
+# Operations travel as small codes through the per-message aggregation: with fixed-
+# width values only, Spark aggregates in a hash table instead of sorting the events.
+KNOWN = {name for name in names.OPERATIONS if not name.startswith("0x")}
+OPERATIONS = ("", *sorted({*KNOWN, "pop", "peek", "send_many", "receive_many"}))
+
+
+def operation_code(operation: Column) -> Column:
+    """The operation's index in OPERATIONS (0 for an operation not listed there)."""
+    codes = sf.create_map(*[sf.lit(v) for n, name in enumerate(OPERATIONS) for v in (name, n)])
+    return sf.coalesce(sf.try_element_at(codes, operation), sf.lit(0))
+
+
+def operation_name(code: int | None) -> str:
+    """The operation a code stands for ('' for none)."""
+    return OPERATIONS[code or 0]
+
+
+MESSAGE_COLUMNS = (
+    "run_id", "message_id", "queue_id", "send_op", "receive_op", "sent_ns",
+    "delivered_ns", "deliveries",
+)  # fmt: skip
+TIMED_COLUMNS = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
+
+
+def events(requests: DataFrame) -> DataFrame:
+    """One row per message id carried by a successful call: stored or taken, and when."""
+    stored = sf.col("operation").isin(*STORES)
+    carrying = requests.where(
+        (sf.col("outcome") == transforms.OK)
+        & (sf.size("message_ids") > 0)
+        & ~sf.col("operation").isin(*LOOKS)
+    )
+    at_ns = sf.when(stored, sf.col("start_ns")).otherwise(
+        sf.col("start_ns") + sf.col("response_ns")
+    )
+    code = operation_code(sf.col("operation"))
+    exploded = carrying.select(
+        "run_id",
+        code.alias("op"),
+        stored.alias("stored"),
+        at_ns.alias("at_ns"),
+        sf.inline(sf.arrays_zip("message_ids", "queue_ids")),
+    )
+    return exploded.select(
+        "run_id",
+        sf.col("message_ids").alias("message_id"),
+        sf.col("queue_ids").alias("queue_id"),
+        "op",
+        "stored",
+        "at_ns",
+    )
+
+
+def messages(message_events: DataFrame) -> DataFrame:
+    """One row per message: its send and its first delivery (null when there is none)."""
+    stored, taken = sf.col("stored"), ~sf.col("stored")
+    at = sf.col("at_ns")
+    grouped = message_events.groupBy("run_id", "message_id").agg(
+        sf.coalesce(sf.max(sf.when(stored, sf.col("queue_id"))), sf.max("queue_id")).alias(
+            "queue_id"
+        ),
+        sf.min_by("op", sf.when(stored, at)).alias("send_op"),
+        sf.min_by("op", sf.when(taken, at)).alias("receive_op"),
+        sf.min(sf.when(stored, at)).alias("sent_ns"),
+        sf.min(sf.when(taken, at)).alias("delivered_ns"),
+        sf.count(sf.when(taken, 1)).alias("deliveries"),
+    )
+    return grouped.select(*MESSAGE_COLUMNS)
+
+
+def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
+    """Each message's fate, delivery time in ns (delivered ones) and time waited by the
+    run's end in ms (backlog); a message belongs to the measured interval it was sent in."""
+    limits = bounds.select("run_id", "end_ns", "keep_from_ns", "keep_until_ns")
+    joined = message_rows.join(sf.broadcast(limits), on="run_id")
+    sent = sf.col("sent_ns")
+    measured = (sent >= sf.col("keep_from_ns")) & (sent < sf.col("keep_until_ns"))
+    fate = (
+        sf.when(sent.isNull(), sf.lit(UNSENT))
+        .when(~measured, sf.lit(OUTSIDE))
+        .when(sf.col("delivered_ns").isNull(), sf.lit(BACKLOG))
+        .otherwise(sf.lit(DELIVERED))
+    )
+    delivery = sf.col("delivered_ns") - sent
+    waited = sf.when(sf.col("delivered_ns").isNull(), (sf.col("end_ns") - sent)) / 1e6
+    return joined.select(
+        "run_id",
+        "queue_id",
+        "send_op",
+        sf.coalesce(sf.col("receive_op"), sf.lit(0)).alias("receive_op"),
+        fate.alias("fate"),
+        delivery.alias("delivery_ns"),
+        waited.alias("waited_ms"),
+    )
+
+
+def histograms(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
+    """Per grouping set, group and bucket: count, exact sums and on-time count."""
+    keys = list(dict.fromkeys(k for ks in key_sets.values() for k in ks))
+    delivered = timed_rows.where(sf.col("fate") == DELIVERED).select(
+        *keys,
+        "delivery_ns",
+        histograms_.bucket(sf.col("delivery_ns") / transforms.NS_PER_MS).alias("bucket"),
+    )
+    deadline_ns = DEADLINE_MS * transforms.NS_PER_MS
+    grouped = delivered.groupingSets(
+        [[*ks, "bucket"] for ks in key_sets.values()], *keys, "bucket"
+    ).agg(
+        sf.count(sf.lit(1)).alias("n"),
+        *histograms_.sums(sf.col("delivery_ns")),
+        sf.count(sf.when(sf.col("delivery_ns") <= deadline_ns, 1)).alias("on_time"),
+        sf.grouping_id().alias("_id"),
+    )
+    names = histograms_.grouping_names(keys, key_sets)
+    return grouped.select(
+        names.alias("grouping_set"), *keys, "bucket", "n", "total_ns", "squares_ns", "on_time"
+    )
+
+
+def fates(timed_rows: DataFrame) -> DataFrame:
+    """Messages per run, queue and fate; for the backlog, how long they had waited."""
+    grouped = timed_rows.groupBy("run_id", "queue_id", "fate").agg(
+        sf.count(sf.lit(1)).alias("messages"),
+        sf.min("waited_ms").alias("min_waited_ms"),
+        sf.max("waited_ms").alias("max_waited_ms"),
+        sf.count(sf.when(sf.col("waited_ms") > DEADLINE_MS, 1)).alias("late"),
+    )
+    return grouped.select(
+        "run_id", "queue_id", "fate", "messages", "min_waited_ms", "max_waited_ms", "late"
+    )
+
+
+SUMMARY_COLUMNS = (
+    "n", "mean_ms", "std_ms", "ci_low", "ci_high",
+    *(f"{name}{suffix}" for name in PERCENTILES for suffix in ("", "_low", "_high")),
+    "within_5s",
+)  # fmt: skip
+
+
+def summary(histogram: histograms_.Histogram) -> dict[str, Any]:
+    """n, mean with its t interval, percentiles with their intervals, share on time."""
+    row: dict[str, Any] = dict.fromkeys(SUMMARY_COLUMNS)
+    row["n"] = histogram.n
+    moments = histogram.moments()
+    if moments is None:
+        return row
+    row["mean_ms"], row["std_ms"] = moments.mean, moments.std
+    row["ci_low"], row["ci_high"] = stats.t_interval(moments.mean, moments.std, moments.n)
+    for name, p in PERCENTILES.items():
+        row[name], row[f"{name}_low"], row[f"{name}_high"] = histogram.quantile(p)
+    row["within_5s"] = histogram.on_time / histogram.n
+    return row

@@ -1,0 +1,110 @@
+"""Response-time summaries from histograms: every grouping in one hash aggregation.
+
+``request_histograms`` counts the classified requests of every grouping set by
+outcome and by 1% bucket of response time (``courier.analysis.histograms``), with
+exact sums for the moments; ``finish_request_histograms`` reads each group's
+count, mean, standard deviation and percentiles off its rows on the driver. The
+same rows give the response-time distributions the report draws.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as sf
+
+from courier.analysis import histograms, stats, transforms
+
+
+def request_histograms(df: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
+    """Counts by outcome and response-time histograms of classified requests, for several
+    groupings in one pass: a row per grouping set, group and bucket (errors, which have
+    no latency, in a row whose bucket is null). ``histograms.Histogram.of`` reads the
+    rows of a group; ``finish_request_histograms`` turns them into summaries."""
+    keys = list(dict.fromkeys(key for keys in key_sets.values() for key in keys))
+    latency_ns = sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
+    bucketed = df.select(
+        *keys,
+        "outcome",
+        latency_ns.alias("latency_ns"),
+        sf.when(latency_ns.isNotNull(), histograms.bucket(latency_ns / transforms.NS_PER_MS)).alias(
+            "bucket"
+        ),
+    )
+    grouped = bucketed.groupingSets(
+        [[*k, "bucket"] for k in key_sets.values()], *keys, "bucket"
+    ).agg(
+        *stats.count_exprs(),
+        sf.count("latency_ns").alias("n"),
+        *histograms.sums(sf.col("latency_ns"), exact=False),
+        sf.grouping_id().alias("_id"),
+    )
+    names = histograms.grouping_names(keys, key_sets)
+    return grouped.select(
+        names.alias("grouping_set"), *keys, "bucket", *stats.COUNT_COLUMNS, "n", "total_ns",
+        "squares_ns",
+    )  # fmt: skip
+
+
+def finish_request_histograms(
+    rows: Iterable[Mapping[str, Any]], key_sets: Mapping[str, Sequence[str]]
+) -> list[dict[str, Any]]:
+    """One summary row per grouping set and group: counts, moments, percentiles."""
+    cells: dict[tuple[Any, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        name = row["grouping_set"]
+        cells.setdefault((name, *(row[k] for k in key_sets[name])), []).append(row)
+    finished = []
+    for (name, *key), group in cells.items():
+        found: dict[str, Any] = {
+            "grouping_set": name,
+            **dict(zip(key_sets[name], key, strict=True)),
+        }
+        found |= {column: sum(int(c[column]) for c in group) for column in stats.COUNT_COLUMNS}
+        histogram = histograms.Histogram.of(c for c in group if c["bucket"] is not None)
+        moments = histogram.moments()
+        found["n"] = histogram.n
+        found["mean"] = moments.mean if moments else None
+        found["std"] = moments.std if moments and moments.n > 1 else None
+        for label, p in stats.PERCENTILES.items():
+            found[label] = histogram.quantile(p)[0] if histogram.n else None
+        finished.append(found)
+    return finished
+
+
+FINE = "fine"
+
+
+def fine_key_sets(key_sets: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """Fewer grouping sets for Spark: each set that another contains is left to the
+    driver (``refine``), which merges the histograms of the larger set's groups."""
+    kept = {name: list(keys) for name, keys in key_sets.items()}
+    covered = {
+        name
+        for name, keys in kept.items()
+        if any(set(keys) < set(other) for other in kept.values())
+    }
+    return {name: keys for name, keys in kept.items() if name not in covered}
+
+
+def refine(
+    cells: Iterable[Mapping[str, Any]],
+    fine: Mapping[str, Sequence[str]],
+    key_sets: Mapping[str, Sequence[str]],
+) -> list[dict[str, Any]]:
+    """The rows of every set of ``key_sets``, from those of the ``fine`` sets: a set
+    Spark did not group by takes its rows from a fine set that contains its keys."""
+    cells = list(cells)
+    refined = []
+    for name, keys in key_sets.items():
+        source = name if name in fine else _containing(fine, keys)
+        for cell in cells:
+            if cell["grouping_set"] == source:
+                refined.append({**cell, "grouping_set": name})
+    return refined
+
+
+def _containing(fine: Mapping[str, Sequence[str]], keys: Sequence[str]) -> str:
+    return next(name for name, found in fine.items() if set(keys) <= set(found))

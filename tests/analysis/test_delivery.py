@@ -1,0 +1,222 @@
+"""Delivery times: each send paired with the read that took its message.
+
+Checked on inline records with known answers, against numpy/scipy order statistics
+on raw samples, and on a generated experiment against a pure-Python pairing of its
+record files.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from scipy import stats as sp_stats
+
+from courier.analysis import (
+    delivery,
+    delivery_results,
+    histograms,
+    inputs,
+    io,
+    synthetic,
+    tables,
+    transforms,
+    trimming,
+)
+from courier.measurements import manifest, record_schema
+
+MS = 1_000_000
+S = 1_000_000_000
+BOUNDS = [trimming.Bounds("r1", 0, 100 * S, 10 * S, 90 * S)]
+HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1  # relative error of a bucket's value
+
+
+def request(
+    operation: str, start_ns: int, ids: list[int], *, status: str = "OK", response_ns: int = MS
+) -> dict[str, Any]:
+    return {
+        "run_id": "r1", "process": "p", "behaviour": "b", "server": "s", "client_id": 1,
+        "request_id": start_ns, "operation": operation, "status": status, "start_ns": start_ns,
+        "response_ns": response_ns, "serialize_ns": 1, "deserialize_ns": 1, "bytes_sent": 1,
+        "bytes_received": 1, "message_ids": ids, "queue_ids": [7] * len(ids),
+    }  # fmt: skip
+
+
+def timed(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
+    schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
+    requests = spark.createDataFrame(rows, schema).transform(transforms.classify)
+    bounds = inputs.bounds_frame(spark, BOUNDS)
+    return (
+        requests.transform(delivery.events)
+        .transform(delivery.messages)
+        .transform(delivery.timed, bounds)
+    )
+
+
+def test_a_message_is_timed_from_its_send_to_the_first_read_that_took_it(
+    spark: SparkSession,
+) -> None:
+    rows = [
+        request("send", 20 * S, [1]),
+        request("peek", 21 * S, [1]),  # looked at, not taken
+        request("receive", 23 * S, [1], response_ns=5 * MS),  # taken: 3 s + 5 ms
+        request("receive", 30 * S, [1]),  # taken again (a lease ran out): not the first
+        request("send", 40 * S, [2, 3]),  # to two queues
+        request("pop", 41 * S, [3]),
+        request("pop", 50 * S, [9]),  # its send is not in the run
+        request("send", 5 * S, [4]),  # sent during warm-up
+        request("pop", 12 * S, [4]),
+        request("pop", 60 * S, [5], status="QUEUE_EMPTY"),
+    ]
+    frame = (
+        spark.createDataFrame(rows, io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS])
+        .transform(transforms.classify)
+        .transform(delivery.events)
+        .transform(delivery.messages)
+    )
+    by_id = {row["message_id"]: row for row in tables.collect(frame)}
+    assert by_id[1]["deliveries"] == 2
+    assert delivery.operation_name(by_id[1]["receive_op"]) == "receive"
+    fates = sorted(
+        (row["fate"], row["delivery_ns"], delivery.operation_name(row["receive_op"]))
+        for row in tables.collect(timed(spark, rows))
+    )
+    assert fates == [
+        ("backlog", None, ""),  # message 2
+        ("delivered", 1_001 * MS, "pop"),  # message 3
+        ("delivered", 3_005 * MS, "receive"),  # message 1
+        ("outside", 7_001 * MS, "pop"),  # message 4, sent before the measured interval
+        ("unsent", None, "pop"),  # message 9
+    ]
+
+
+def test_the_backlog_has_waited_from_its_send_to_the_end_of_the_run(spark: SparkSession) -> None:
+    rows = [request("send", 20 * S, [1]), request("send", 80 * S, [2])]
+    fates = tables.collect(timed(spark, rows).transform(delivery.fates))
+    assert fates == [
+        {"run_id": "r1", "queue_id": 7, "fate": "backlog", "messages": 2,
+         "min_waited_ms": 20_000.0, "max_waited_ms": 80_000.0, "late": 2},
+    ]  # fmt: skip
+
+
+def histogram_frame(spark: SparkSession, values: np.ndarray) -> DataFrame:
+    """Delivered messages with the given delivery times (ms, whole ns)."""
+    codes = [delivery.OPERATIONS.index(name) for name in ("send", "pop")]
+    rows = [("r1", 7, *codes, delivery.DELIVERED, round(v * MS), None) for v in values]
+    frame = spark.createDataFrame(
+        rows,
+        "run_id string, queue_id long, send_op int, receive_op int, fate string, "
+        "delivery_ns long, waited_ms double",
+    )
+    return frame
+
+
+def histogram_of(spark: SparkSession, values: np.ndarray) -> histograms.Histogram:
+    frame = histogram_frame(spark, values)
+    cells = tables.collect(frame.transform(delivery.histograms, {"runs": ["run_id"]}))
+    assert {cell["grouping_set"] for cell in cells} == {"runs"}
+    return histograms.Histogram.of(cells)
+
+
+def test_percentiles_and_their_intervals_match_order_statistics(spark: SparkSession) -> None:
+    values = np.round(np.random.default_rng(3).lognormal(np.log(200.0), 1.0, 4_000) * MS) / MS
+    found = delivery.summary(histogram_of(spark, values))
+    ordered = np.sort(values)
+    n = len(values)
+    assert found["n"] == n
+    assert found["mean_ms"] == pytest.approx(values.mean(), rel=1e-9)
+    assert found["std_ms"] == pytest.approx(values.std(ddof=1), rel=1e-9)
+    low, high = sp_stats.t.interval(0.95, n - 1, loc=values.mean(), scale=sp_stats.sem(values))
+    assert (found["ci_low"], found["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    for name, p in delivery.PERCENTILES.items():
+        # The order statistic ceil(p n), and the distribution-free 95% interval of the
+        # p-quantile: ranks from the binomial(n, p) quantiles.
+        exact = ordered[math.ceil(p * n) - 1]
+        rank_low = int(sp_stats.binom.ppf(0.025, n, p))
+        rank_high = int(sp_stats.binom.ppf(0.975, n, p)) + 1
+        assert found[name] == pytest.approx(exact, rel=HALF_BUCKET)
+        assert found[f"{name}_low"] == pytest.approx(ordered[rank_low - 1], rel=HALF_BUCKET)
+        assert found[f"{name}_high"] == pytest.approx(ordered[rank_high - 1], rel=HALF_BUCKET)
+        assert found[f"{name}_low"] <= found[name] <= found[f"{name}_high"]
+    assert found["within_5s"] == pytest.approx((values <= 5_000).mean())
+
+
+def test_merged_histograms_are_the_histogram_of_the_union(spark: SparkSession) -> None:
+    rng = np.random.default_rng(5)
+    first = np.round(rng.exponential(50.0, 700) * MS) / MS
+    second = np.round(rng.exponential(500.0, 300) * MS) / MS
+    cells = [
+        cell
+        for part in (first, second)
+        for cell in tables.collect(
+            histogram_frame(spark, part).transform(delivery.histograms, {"runs": ["run_id"]})
+        )
+    ]
+    merged = delivery.summary(histograms.Histogram.of(cells))
+    union = np.concatenate([first, second])
+    assert merged["mean_ms"] == pytest.approx(union.mean(), rel=1e-9)
+    assert merged["std_ms"] == pytest.approx(union.std(ddof=1), rel=1e-9)
+    exact = np.sort(union)[math.ceil(0.9 * len(union)) - 1]
+    assert merged["p90"] == pytest.approx(exact, rel=HALF_BUCKET)
+
+
+def reference_pairing(root: Path) -> dict[str, dict[str, Any]]:
+    """Sends and first takes paired in plain Python from the record files."""
+    loaded = manifest.load(root)
+    result = {}
+    for run in loaded.runs:
+        assert run.start_ns is not None and run.end_ns is not None
+        keep_from = run.start_ns + round(run.warmup_s * S)
+        keep_until = run.end_ns - round(run.cooldown_s * S)
+        rows = pq.read_table(root / run.run_id / record_schema.CLIENT_REQUESTS).to_pylist()
+        sent: dict[int, int] = {}
+        taken: dict[int, int] = defaultdict(lambda: 2**63)
+        for row in rows:
+            if row["status"] != "OK" or row["operation"] == "peek":
+                continue
+            for message_id in row["message_ids"]:
+                if row["operation"] == "send":
+                    sent[message_id] = row["start_ns"]
+                else:
+                    end = row["start_ns"] + row["response_ns"]
+                    taken[message_id] = min(taken[message_id], end)
+        measured = {m: t for m, t in sent.items() if keep_from <= t < keep_until}
+        times = [(taken[m] - t) / MS for m, t in measured.items() if m in taken]
+        result[run.run_id] = {
+            "sent": len(measured),
+            "backlog": sum(1 for m in measured if m not in taken),
+            "times": np.array(times),
+        }
+    return result
+
+
+def test_a_generated_experiment_pairs_like_a_plain_python_pairing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = synthetic.write_experiment(
+        tmp_path / "exp", factors={"clients": [1, 8]}, requests_per_run=6_000, chunk_rows=2_500
+    )
+    files = io.discover(manifest.load(root))
+    prepared = inputs.load(spark, manifest.load(root), files, None)
+    found = delivery_results.compute(prepared)
+    expected = reference_pairing(root)
+    assert set(found.runs) == set(expected)
+    for run_id, row in found.runs.items():
+        times = expected[run_id]["times"]
+        assert row["sent"] == expected[run_id]["sent"]
+        assert row["backlog"] == expected[run_id]["backlog"]
+        assert row["delivered"] == row["n"] == len(times) > 0
+        assert row["mean_ms"] == pytest.approx(times.mean(), rel=1e-9)
+        exact = np.sort(times)[math.ceil(0.5 * len(times)) - 1]
+        assert row["p50"] == pytest.approx(exact, rel=HALF_BUCKET)
+    backlog = sum(r["messages"] for r in found.backlog.records())
+    assert backlog == sum(e["backlog"] for e in expected.values())
+    assert found.levels is not None
+    levels = {row["level"]: row for row in found.levels.records()}
+    assert levels["1"]["n"] == found.runs["r000"]["n"]
