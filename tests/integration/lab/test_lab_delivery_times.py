@@ -113,19 +113,19 @@ async def test_delivery_time_rises_with_the_arrival_rate(
     dsn: str, tmp_path: Path, spark: SparkSession
 ) -> None:
     # The saturation spec's shape, shortened: open-loop producers at two rates, and
-    # consumers always waiting in RECEIVE. At the low rate a message is taken as it
-    # arrives; at the high one the requests queue up in the middleware and the
-    # database, and the messages with them.
+    # consumers always waiting in RECEIVE. At the low rate a message is taken soon
+    # after it arrives; the high one offers several times what the middleware and the
+    # database can take, so the messages queue up, more with every second.
     experiment = quick_spec(
-        "rates", factors={"rate": [5, 600]}, mix={"producer": 4, "consumer": 4},
-        arrival="open", rate=5, queues=2, priorities=5, middleware=1, pool_size=4,
+        "rates", factors={"rate": [10, 2000]}, mix={"producer": 4, "consumer": 4},
+        arrival="open", rate=10, queues=2, priorities=5, middleware=1, pool_size=4,
         duration_s=4.0, warmup_s=1.0, cooldown_s=0.5,
     )  # fmt: skip
     directory = await runner.run_experiment(experiment, runner.RunnerOptions(out=tmp_path, dsn=dsn))
     summary = pipeline.run(directory, spark=spark)
 
     levels = pq.read_table(summary.report_dir / "tables" / "delivery_levels.parquet").to_pylist()
-    slow, fast = (next(r for r in levels if r["level"] == level) for level in ("5", "600"))
+    slow, fast = (next(r for r in levels if r["level"] == level) for level in ("10", "2000"))
     assert slow["n"] > 20 and fast["n"] > slow["n"]
     # (p50: a few dozen messages at the low rate leave its p90 to chance.)
     assert fast["p50"] > slow["p50"] and fast["mean_ms"] > slow["p50"]
