@@ -363,10 +363,14 @@ async def receive_many(ctx: Context, request: frames.ReceiveMany) -> frames.Mess
         deadline = time.monotonic() + window
         while len(taken) < request.min_messages and (left := deadline - time.monotonic()) > 0:
             taken += await wait(request.queue_id, reader_id, attempt, left)
-    except errors.NoMessage:
-        pass  # the wait ended: answer with what there is
-    except asyncio.CancelledError:
-        await give_back(ctx, reader_id, taken)
+    except errors.CourierError as exc:
+        # The wait ended (NoMessage), or a later try failed (the queue was deleted,
+        # the database is out of reach): answer with what was taken; a failure
+        # before anything was taken is the answer itself.
+        if not taken and not isinstance(exc, errors.NoMessage):
+            raise
+    except BaseException:
+        await give_back(ctx, reader_id, taken)  # cancelled: nobody reads the answer
         raise
     fitting = within_bytes(taken, ctx.services.limits.max_batch_bytes)
     await give_back(ctx, reader_id, taken[len(fitting) :])
