@@ -232,6 +232,11 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
 }
 
 
+def in_batch(number: int, exc: CourierError) -> CourierError:
+    """The same error, naming the message of a batch it is about (numbered from 1)."""
+    return type(exc)(f"message {number} of the batch: {exc.message}")
+
+
 def for_status(status: int, message: str | None = None) -> CourierError:
     """The exception for a non-OK wire status; unknown codes become InternalError."""
     try:

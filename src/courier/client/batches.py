@@ -74,7 +74,7 @@ def drafts(
                     )
                 )
         except errors.CourierError as exc:
-            raise type(exc)(f"message {number} of the batch: {exc.message}") from None
+            raise errors.in_batch(number, exc) from None
     return tuple(made)
 
 

@@ -129,10 +129,8 @@ class Batcher(Generic[R, T]):
                 f"a batch of {len(batch)} got {len(outcome.answers)} answers"
             )
         for pending, answer in zip(batch, outcome.answers, strict=True):
-            if pending.timing is not None:
-                pending.timing.pool_wait_ns = started - pending.queued_ns
-                pending.timing.round_trip_ns = answered - started
-                pending.timing.exec_ns = outcome.exec_ns
+            if pending.timing is not None:  # waiting for the batch counts as pool wait
+                pending.timing.spans(pending.queued_ns, started, answered, outcome.exec_ns)
             _settle(pending.future, answer)
 
 

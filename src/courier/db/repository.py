@@ -40,6 +40,12 @@ class Timing:
     round_trip_ns: int = 0
     exec_ns: int = 0
 
+    def spans(self, started: int, acquired: int, answered: int, exec_ns: int) -> None:
+        """One call's times from its perf_counter_ns instants and its reported exec."""
+        self.pool_wait_ns = acquired - started
+        self.round_trip_ns = answered - acquired
+        self.exec_ns = exec_ns
+
 
 @dataclass(frozen=True, slots=True)
 class SendOptions:
@@ -550,9 +556,7 @@ class Repository:
             )
             answered = time.perf_counter_ns()
         if timing is not None:
-            timing.pool_wait_ns = acquired - started
-            timing.round_trip_ns = answered - acquired
-            timing.exec_ns = row["exec_ns"]
+            timing.spans(started, acquired, answered, row["exec_ns"])
         status = row.get("status")
         if status:
             _translate.check_status(status)
@@ -570,9 +574,7 @@ class Repository:
             ))  # fmt: skip
             answered = time.perf_counter_ns()
         if timing is not None:
-            timing.pool_wait_ns = acquired - started
-            timing.round_trip_ns = answered - acquired
-            timing.exec_ns = max((row["exec_ns"] for row in rows), default=0)
+            timing.spans(started, acquired, answered, max((r["exec_ns"] for r in rows), default=0))
         return rows
 
     @contextlib.asynccontextmanager
@@ -611,7 +613,7 @@ class Repository:
             try:
                 self._check_message(draft.body, draft.priority)
             except errors.CourierError as exc:
-                raise type(exc)(f"message {number} of the batch: {exc.message}") from None
+                raise errors.in_batch(number, exc) from None
 
     def _check_message(self, body: bytes, priority: int) -> None:
         """Cheap checks before the round trip; the stored function repeats them."""

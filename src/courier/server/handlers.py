@@ -320,11 +320,10 @@ def check_batch(drafts: Sequence[models.Draft], limits: config.Limits) -> None:
     if not drafts:
         raise errors.BadRequest("a batch needs at least one message")
     for number, draft in enumerate(drafts, 1):
-        if len(draft.body) > limits.max_body_bytes:
-            raise errors.PayloadTooLarge(
-                f"message {number} of the batch is {len(draft.body)} bytes;"
-                f" the limit is {limits.max_body_bytes}"
-            )
+        try:
+            check_body_size(draft.body, limits)
+        except errors.PayloadTooLarge as exc:
+            raise errors.in_batch(number, exc) from None
     total = sum(len(draft.body) for draft in drafts)
     if total > limits.max_batch_bytes:
         raise errors.PayloadTooLarge(
