@@ -20,7 +20,15 @@ import click
 from courier import config, protocol
 from courier.client import Outgoing
 
-FIELDS = {"receiver", "priority", "context", "delay", "ttl", "dedup_id"}
+FIELDS: dict[str, tuple[type, ...]] = {
+    "receiver": (int,),
+    "priority": (int,),
+    "context": (int,),
+    "delay": (int, float),
+    "ttl": (int, float),
+    "dedup_id": (str,),
+}
+"""The fields a line may give besides its body, and the JSON types each takes."""
 BATCH_BYTES = config.Limits().max_batch_bytes
 
 
@@ -34,7 +42,7 @@ def read_messages(lines: Iterable[bytes]) -> list[Outgoing]:
     for number, line in enumerate(lines, 1):
         if line.strip():
             try:
-                messages.append(outgoing(json.loads(line)))
+                messages.append(outgoing(parsed(line)))
             except (ValueError, TypeError, binascii.Error) as exc:
                 raise click.BadParameter(f"line {number}: {exc}", param_hint="--file") from None
     if not messages:
@@ -42,22 +50,40 @@ def read_messages(lines: Iterable[bytes]) -> list[Outgoing]:
     return messages
 
 
+def parsed(line: bytes) -> Any:
+    try:
+        return json.loads(line)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+
+
 def outgoing(data: Any) -> Outgoing:
     if isinstance(data, str):
         return Outgoing(data)
     if not isinstance(data, dict):
         raise ValueError("a line is a JSON string or object")
-    unknown = set(data) - FIELDS - {"body", "body_base64"}
+    unknown = set(data) - set(FIELDS) - {"body", "body_base64"}
     if unknown:
         raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
     if ("body" in data) == ("body_base64" in data):
         raise ValueError("give body or body_base64, exactly one")
+    for name in ("body", "body_base64"):
+        if name in data and not isinstance(data[name], str):
+            raise ValueError(f"{name} is a JSON string, not {json.dumps(data[name])}")
+    for name, types in FIELDS.items():
+        value = data.get(name)
+        # bool is an int to Python, never to a reader of the file
+        if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
+            kind = (
+                "a string" if str in types else "an integer" if float not in types else "a number"
+            )
+            raise ValueError(f"{name} is {kind}, not {json.dumps(value)}")
     body = (
         base64.b64decode(data["body_base64"], validate=True)
         if "body_base64" in data
-        else str(data["body"])
+        else data["body"]
     )
-    return Outgoing(body, **{name: data[name] for name in FIELDS & set(data)})
+    return Outgoing(body, **{name: data[name] for name in FIELDS if name in data})
 
 
 def batches(messages: list[Outgoing]) -> Iterator[list[Outgoing]]:

@@ -52,6 +52,13 @@ def test_a_bad_line_is_named_and_nothing_is_sent(
     source.write_text('"fine"\n{"body": "x", "colour": "red"}\n')
     refused = courier("send", queue, "--file", str(source), "--as", me)
     assert refused.returncode == 2 and "line 2" in refused.stderr and "colour" in refused.stderr
+    for line, said in (('{"body": "x", "priority": "high"}', 'priority is an integer, not "high"'),
+                       ('{"body": 5}', "body is a JSON string, not 5"),
+                       ('{"body": "x", "receiver": true}', "receiver is an integer, not true"),
+                       ("not json", "line 1: not JSON")):  # fmt: skip
+        source.write_text(line + "\n")
+        wrong = courier("send", queue, "--file", str(source), "--as", me)
+        assert wrong.returncode == 2 and said in wrong.stderr, wrong.stderr
     stdin = courier("send", queue, "--file", "-", "--jsonl", "--as", me,
                     input='"a"\n{"body": "b", "priority": 0}\n')  # fmt: skip
     assert stdin.returncode != 0 and "message 2 of the batch" in stdin.stderr
