@@ -13,7 +13,7 @@ import signal
 
 import uvloop
 
-from courier import config, protocol
+from courier import config, protocol, tls
 from courier.db import batching, listen, mock, pools, repository
 from courier.server import (
     backend,
@@ -54,6 +54,7 @@ class Server:
             ),
             settings.max_clients,
             settings.max_anonymous,
+            tls.server_context(settings.tls.cert, settings.tls.key) if settings.tls else None,
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
