@@ -24,6 +24,7 @@ HANDSHAKE_RECORD = 0x16
 PLAINTEXT_ALERT = bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46])
 """A fatal TLS alert (protocol_version): the answer to a plaintext greeting."""
 BACKLOG = 1024
+READ_BEFORE_CLOSING = 64 * 1024
 
 Accept = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -93,8 +94,7 @@ class TlsGate:
             return None
         if first[0] != HANDSHAKE_RECORD:
             log.info("refused a plaintext connection from %s: this port speaks TLS", address)
-            with contextlib.suppress(OSError):
-                peer.send(PLAINTEXT_ALERT)
+            _turn_away(peer)
             return None
         try:
             return await self._handshake(peer)
@@ -130,6 +130,16 @@ async def _peek(peer: socket.socket, timeout: float) -> bytes:
     finally:
         loop.remove_reader(peer.fileno())
     return peer.recv(1, socket.MSG_PEEK)
+
+
+def _turn_away(peer: socket.socket) -> None:
+    """Answer a plaintext greeting with a TLS alert, and hang up gently: what the
+    peer sent is read first, since closing on unread bytes resets the connection,
+    and a reset may discard the alert before the peer reads it."""
+    with contextlib.suppress(OSError):
+        peer.recv(READ_BEFORE_CLOSING)
+        peer.send(PLAINTEXT_ALERT)
+        peer.shutdown(socket.SHUT_WR)
 
 
 def _name(peer: socket.socket) -> str:
