@@ -15,7 +15,7 @@ import logging
 import ssl
 
 from courier import errors, protocol
-from courier.server import admission, connection, handlers, tls_gate
+from courier.server import admission, connection, handlers, metrics, tls_gate
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,11 @@ class Listener:
 
     def __len__(self) -> int:
         return len(self._connections)
+
+    def watch(self, found: metrics.Metrics) -> None:
+        """Let the metrics count the connections open and logged in when scraped."""
+        places = self._places
+        found.watch_connections(lambda: len(self._connections), lambda: places.logged_in)
 
     def serves(self, client_id: int) -> bool:
         """Whether a connection here is logged in as this client."""
