@@ -27,7 +27,9 @@ HEADERS = {
     "Content-Security-Policy": CONTENT_SECURITY_POLICY,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    # Not no-referrer: under it a browser sends "Origin: null" with the console's own
+    # forms, which the same-origin check (guard) must then refuse.
+    "Referrer-Policy": "same-origin",
 }
 
 
