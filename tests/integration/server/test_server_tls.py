@@ -13,6 +13,7 @@ import pytest
 
 import courier
 from courier import certificates, errors, protocol
+from courier.server import launcher
 from helpers.servers import (
     COURIER,
     ServerProcess,
@@ -148,3 +149,16 @@ def test_cli_flags_and_environment_choose_tls(
     assert ping(COURIER_CA=str(made.ca)).returncode == 0
     refused = ping()
     assert refused.returncode == 14 and "speaks TLS only" in refused.stderr
+
+
+def test_the_dsn_sslmode_reaches_the_database_driver(dsn: str, tmp_path: Path) -> None:
+    # The embedded PostgreSQL is built without SSL: a middleware told to require it
+    # must refuse to start rather than fall back to plaintext.
+    separator = "&" if "?" in dsn else "?"
+    server = launcher.Middleware.start(tmp_path, dsn=f"{dsn}{separator}sslmode=require")
+    try:
+        with pytest.raises(launcher.LaunchFailed) as failed:
+            server.wait_ready(timeout=20)
+        assert "SSL" in str(failed.value)
+    finally:
+        server.stop()
