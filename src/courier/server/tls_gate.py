@@ -42,7 +42,8 @@ class TlsGate:
 
     def bind(self, host: str, port: int) -> tuple[str, int]:
         """Open the listening socket (not yet accepting); returns the bound address."""
-        self._socket = socket.create_server((host, port), backlog=BACKLOG)
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        self._socket = socket.create_server((host, port), family=family, backlog=BACKLOG)
         self._socket.setblocking(False)
         bound = self._socket.getsockname()
         return str(bound[0]), int(bound[1])

@@ -121,6 +121,18 @@ def test_serve_wants_both_certificate_and_key(made: certificates.LocalCertificat
     assert done.returncode == 2 and "--tls-cert and --tls-key go together" in done.stderr
 
 
+def test_serve_refuses_files_that_are_no_certificate_and_key(
+    made: certificates.LocalCertificates,
+) -> None:
+    swapped = ["--tls-cert", str(made.key), "--tls-key", str(made.cert)]
+    done = subprocess.run(
+        [str(COURIER), "serve", "--mock", "--port", "0", *swapped],
+        env=environment_without_settings(), capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 1 and "cannot load the certificate" in done.stderr
+
+
 def test_local_certificates_keep_the_key_private(made: certificates.LocalCertificates) -> None:
     assert made.key.stat().st_mode & 0o777 == 0o600
     context = ssl.create_default_context(cafile=str(made.ca))
