@@ -13,7 +13,7 @@ import signal
 
 import uvloop
 
-from courier import config, protocol, tls
+from courier import config, errors, protocol, tls
 from courier.db import batching, listen, mock, pools, repository
 from courier.server import (
     backend,
@@ -105,7 +105,11 @@ class Server:
                 lambda: pool.get_size() - pool.get_idle_size(), pool.get_idle_size,
                 settings.pool.max_size,
             )  # fmt: skip
-        self._metrics_endpoint = found.serve(settings.metrics_host, settings.metrics_port)
+        try:
+            self._metrics_endpoint = found.serve(settings.metrics_host, settings.metrics_port)
+        except OSError as exc:
+            where = f"{settings.metrics_host}:{settings.metrics_port}"
+            raise errors.CourierError(f"cannot serve metrics on {where}: {exc}") from exc
         log.info("metrics on http://%s/metrics", self._metrics_endpoint.address)
 
     def _current_instance_id(self) -> int:
