@@ -99,6 +99,8 @@ class Server:
         self._listener.watch(found)
         if isinstance(self._repo, batching.BatchedRepository):
             self._repo.watch_batches(found.batch_observer)
+        if self._sweeper is not None:
+            self._sweeper.on_sweep = found.sweep_observer()
         if self._repo is not None:
             pool = self._repo.pool
             found.watch_pool(

@@ -8,6 +8,11 @@ and come from `courier exporter` instead (one place, not N middleware).
     courier_connections, courier_sessions            open / logged in now
     courier_db_pool_connections{state}               in_use, idle, max
     courier_db_batch_requests{batcher}               requests per database call
+    courier_returned_messages_total                  held messages this instance's
+                                                     sweeper made visible again (a
+                                                     lease that ran out: a redelivery;
+                                                     or a delay that ended)
+    courier_expired_messages_total                   messages its sweeper expired (ttl)
 
 The data path pays one dict lookup, one counter increment and one histogram
 observation per request: the labelled children are resolved once per
@@ -24,6 +29,7 @@ from wsgiref.simple_server import WSGIServer
 import prometheus_client
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from courier.db import repository
 from courier.protocol import names
 
 log = logging.getLogger(__name__)
@@ -72,6 +78,25 @@ class Metrics:
         )
         self._children[opcode, status] = children
         return children
+
+    def sweep_observer(self) -> Callable[[repository.Sweep], None]:
+        """What the sweeper calls with what each sweep did."""
+        returned = Counter(
+            "courier_returned_messages",
+            "Held messages made visible again by this instance's sweeper: leases that"
+            " ran out (redeliveries follow) and delays that ended.",
+            registry=self.registry,
+        )
+        expired = Counter(
+            "courier_expired_messages", "Messages this instance's sweeper expired (ttl).",
+            registry=self.registry,
+        )  # fmt: skip
+
+        def observe(done: repository.Sweep) -> None:
+            returned.inc(done.returned)
+            expired.inc(done.expired)
+
+        return observe
 
     def batch_observer(self, batcher: str) -> Callable[[int], None]:
         """What a batcher calls with the size of each database call it makes."""

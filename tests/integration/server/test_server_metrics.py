@@ -85,6 +85,26 @@ async def test_request_counters_equal_the_requests_made(
     assert value(samples, "courier_db_pool_connections", state="max") == 10
 
 
+async def test_a_lease_that_runs_out_is_counted_as_returned(
+    metered: tuple[ServerProcess, int],
+) -> None:
+    server, port = metered
+    async with courier.AsyncClient.connect(address(server)) as setup:
+        await setup.register("forgetful")
+    async with courier.AsyncClient.connect(address(server), name="forgetful") as client:
+        await client.create_queue("leases")
+        await client.send("leases", "take me twice")
+        assert await client.receive("leases", timeout=5, lease=0.2) is not None  # never acked
+        deadline = time.monotonic() + 10
+        while (again := await client.pop("leases")) is None:
+            assert time.monotonic() < deadline, "the lease never ran out"
+            await asyncio.sleep(0.05)
+        assert again.body == b"take me twice"
+    samples = await asyncio.to_thread(scrape, port)
+    assert value(samples, "courier_returned_messages_total") == 1
+    assert value(samples, "courier_expired_messages_total") == 0
+
+
 @pytest.fixture
 def exporter(dsn: str, tmp_path: Path) -> Iterator[int]:
     port = free_port()
