@@ -126,7 +126,7 @@ async def refresh_forever(
         try:
             async with asyncio.timeout(settings.statement_timeout * 2):
                 collector.snapshot = await read(pool, settings)
-        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+        except _translate.TRANSLATED as exc:  # an outage: try again next time
             collector.errors += 1
             log.warning("cannot read the database: %s", exc)
         await asyncio.sleep(settings.interval)
