@@ -81,6 +81,17 @@ class ServerSettings:
     batching: bool = True  # coalesce concurrent sends and reads into batched calls
     record_dir: Path | None = None
     run_id: str = ""
+    tls: TlsFiles | None = None  # None serves plaintext
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None  # None serves no metrics
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A server's certificate chain and private key, both PEM files."""
+
+    cert: Path
+    key: Path
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,7 +89,7 @@ def test_the_shared_names_are_the_documented_ones() -> None:
     assert shared == {
         "COURIER_AS", "COURIER_SERVERS", "COURIER_DATA_DIR", "COURIER_DSN",
         "COURIER_ADMIN_TOKEN", "COURIER_ADMIN_TOKEN_FILE", "COURIER_VIEWER_TOKEN",
-        "COURIER_VIEWER_TOKEN_FILE", "COURIER_BENCH_RABBITMQ",
+        "COURIER_VIEWER_TOKEN_FILE", "COURIER_BENCH_RABBITMQ", "COURIER_TLS", "COURIER_CA",
     }  # fmt: skip
     for name in shared:
         assert f"`{name}`" in readme, f"README does not document {name}"

@@ -8,6 +8,10 @@ Options on every client command (each also an environment variable):
                        state file, else 127.0.0.1:7400)
     --data-dir DIR     where `courier up` keeps that    COURIER_DATA_DIR
                        state file
+    --tls              speak TLS (system trust store)   COURIER_TLS
+    --ca FILE          trust this PEM CA bundle         COURIER_CA
+                       (implies --tls; default: the CA of `courier up --tls`
+                       when the servers are its own)
     --json             machine-readable output on stdout
 
 Exit codes (stable; a subclass not listed exits like its parent):
@@ -107,6 +111,16 @@ class Options:
     servers: tuple[tuple[str, int], ...] | None = None
     data_dir: Path = dataclasses.field(default_factory=localstate.data_dir)
     json: bool = False
+    tls: bool = False
+    ca: Path | None = None
+
+    def connection(self) -> tuple[tuple[tuple[str, int], ...], dict[str, Any]]:
+        """The servers to use and the client's TLS options: those given, else those of
+        the system `courier up` runs (its CA included)."""
+        if self.servers is not None:
+            return self.servers, {"tls": self.tls, "ca": self.ca}
+        ca = self.ca or localstate.local_ca(self.data_dir)
+        return localstate.local_servers(self.data_dir), {"tls": self.tls, "ca": ca}
 
 
 @dataclass(slots=True)
@@ -145,7 +159,8 @@ def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 
 def client_options(command: F) -> F:
-    """Add --as, --servers and --json to a command (read them back with ``options()``)."""
+    """Add --as, --servers, --data-dir, --json, --tls and --ca to a command (read them
+    back with ``options()``)."""
     decorators = [
         shared_option(
             "--as", "as", shared_envvar="COURIER_AS", metavar="NAME", expose_value=False,
@@ -163,6 +178,16 @@ def client_options(command: F) -> F:
         click.option(
             "--json", "json", is_flag=True, expose_value=False, callback=_store("json"),
             help="Machine-readable output.",
+        ),
+        shared_option(
+            "--tls", is_flag=True, shared_envvar="COURIER_TLS", expose_value=False,
+            callback=_store("tls"), help="Speak TLS, trusting the system's CAs (or --ca).",
+        ),
+        shared_option(
+            "--ca", shared_envvar="COURIER_CA", metavar="FILE", expose_value=False,
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            callback=_store("ca"),
+            help="Trust this PEM CA bundle (implies --tls; default: that of `courier up --tls`).",
         ),
     ]  # fmt: skip
     for decorate in reversed(decorators):
@@ -183,9 +208,9 @@ def client(*, login: bool = True) -> Iterator[sync_client.Client]:
             raise click.UsageError(f"this shell is logged in as {shell.client.name!r}")
         yield shell.client
         return
-    servers = chosen.servers or localstate.local_servers(chosen.data_dir)
+    servers, tls = chosen.connection()
     name = chosen.as_name if login else None
-    with sync_client.Client.connect(servers, name=name) as connected:
+    with sync_client.Client.connect(servers, name=name, **tls) as connected:
         yield connected
 
 

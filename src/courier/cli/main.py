@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "ping": "courier.cli.client_commands:ping",
     "shell": "courier.cli.shell:shell",
     "console": "courier.cli.console:console",
+    "exporter": "courier.cli.exporter:exporter",
     "lab": "courier.cli.lab:lab",
     "analyze": "courier.cli.analyze:analyze",
     "bench": "courier.cli.bench:bench",

@@ -1,8 +1,9 @@
 """`courier serve`: run one middleware instance until SIGTERM or Ctrl-C.
 
-Every option is also an environment variable (COURIER_SERVE_PORT, ...; the DSN also
-as COURIER_DSN). Without --dsn the instance uses the local database that
-`courier up` or `courier db start` left running.
+Every option is also an environment variable (COURIER_SERVE_PORT,
+COURIER_SERVE_TLS_CERT, ...; the DSN also as COURIER_DSN). Without --dsn the
+instance uses the local database that `courier up` or `courier db start` left
+running.
 """
 
 from __future__ import annotations
@@ -161,6 +162,30 @@ DEFAULTS = config.ServerSettings()
     help="Record every request (the lab's measurement records) under this directory.",
 )
 @click.option("--run-id", default="", help="Run id written into the records.")
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Serve TLS only (1.2 or later) with this PEM certificate chain; needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The PEM private key of --tls-cert.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve Prometheus metrics over HTTP on this port (default: none; 0 picks a free one).",
+)
+@click.option(
+    "--metrics-host",
+    default=DEFAULTS.metrics_host,
+    show_default=True,
+    help="Address the metrics endpoint listens on.",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING, ...")
 def serve(
     dsn: str | None,
@@ -189,6 +214,10 @@ def serve(
     batching: bool,
     record_dir: Path | None,
     run_id: str,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    metrics_port: int | None,
+    metrics_host: str,
     log_level: str,
 ) -> None:
     """Run one middleware instance."""
@@ -228,6 +257,9 @@ def serve(
         batching=batching,
         record_dir=record_dir,
         run_id=run_id,
+        tls=tls_files(tls_cert, tls_key),
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
     )
     try:
         run(settings)
@@ -235,6 +267,13 @@ def serve(
         raise click.ClickException(exc.message) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def tls_files(cert: Path | None, key: Path | None) -> config.TlsFiles | None:
+    """Both files or neither: half a TLS setup is a mistake, not plaintext."""
+    if (cert is None) != (key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    return config.TlsFiles(cert, key) if cert is not None and key is not None else None
 
 
 def run(settings: config.ServerSettings) -> None:

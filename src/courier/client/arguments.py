@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import secrets
+import ssl
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
-from courier import config, errors, models
+from courier import config, errors, models, tls
 from courier.client import connection
 
 Servers = str | Sequence[str | connection.Address]
@@ -32,6 +34,13 @@ def addresses(servers: Servers) -> tuple[connection.Address, ...]:
     if not found:
         raise ValueError("no server address given")
     return tuple(found)
+
+
+def tls_context(wanted: bool, ca: str | Path | None) -> ssl.SSLContext | None:
+    """The SSL context of a client that wants TLS (a CA bundle implies it), else None."""
+    if not wanted and ca is None:
+        return None
+    return tls.client_context(ca)
 
 
 def new_context() -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
@@ -35,6 +36,8 @@ class ClientOptions(TypedDict, total=False):
     failover_timeout: float
     recorder: measurement_hook.Recorder | None
     heartbeat_interval: float | None
+    tls: bool
+    ca: str | Path | None
 
 
 class AsyncClient:
@@ -49,6 +52,8 @@ class AsyncClient:
         failover_timeout: float = 20.0,
         recorder: measurement_hook.Recorder | None = None,
         heartbeat_interval: float | None = session.HEARTBEAT_INTERVAL,
+        tls: bool = False,
+        ca: str | Path | None = None,
     ) -> None:
         """
         connect_timeout: seconds to open one TCP connection.
@@ -59,6 +64,9 @@ class AsyncClient:
             tuple, whose values ``CallRecord._make(row)`` names.
         heartbeat_interval: seconds of sending nothing after which the client sends a
             PING, so the server does not take it for dead; None sends none.
+        tls: speak TLS (1.2 or later), checking the server's certificate and host name
+            against the system's trust store, or against ``ca``.
+        ca: a PEM bundle of the CAs to trust (implies ``tls``); TlsError if unusable.
         """
         self._session = session.Session(
             arguments.addresses(servers),
@@ -67,6 +75,7 @@ class AsyncClient:
             failover_timeout=failover_timeout,
             recorder=recorder,
             heartbeat_interval=heartbeat_interval,
+            tls=arguments.tls_context(tls, ca),
         )
         self._queues = queue_refs.QueueNames(self.get_queue)
 

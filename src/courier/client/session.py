@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
+import ssl
 import time
 from collections.abc import Sequence
 from typing import TypeVar
@@ -57,6 +58,7 @@ class Session:
         failover_timeout: float,
         recorder: measurement_hook.Recorder | None,
         heartbeat_interval: float | None = HEARTBEAT_INTERVAL,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if not servers:
             raise ValueError("no server address given")
@@ -66,6 +68,7 @@ class Session:
         self.failover_timeout = failover_timeout
         self.recorder = recorder
         self.heartbeat_interval = heartbeat_interval
+        self.tls = tls
         self.client: models.ClientInfo | None = None
         self._connection: connection.Connection | None = None
         self._next_server = 0
@@ -178,10 +181,14 @@ class Session:
         reasons = "; ".join(failure.message for failure in failures)
         if all(isinstance(failure, errors.ServerFull) for failure in failures):
             raise errors.ServerFull(f"every server is full: {reasons}")
+        if all(isinstance(failure, errors.TlsError) for failure in failures):
+            raise errors.TlsError(reasons)  # a setup to fix, not a server to wait for
         raise errors.ConnectionLost(f"cannot reach any server: {reasons}")
 
     async def _connect_to(self, index: int, greeting: protocol.Request) -> connection.Connection:
-        opened = await connection.Connection.open(self.servers[index], self.connect_timeout)
+        opened = await connection.Connection.open(
+            self.servers[index], self.connect_timeout, self.tls
+        )
         self._next_server = (index + 1) % len(self.servers)
         try:
             await self._call_on(opened, greeting, _reply_type(greeting))

@@ -87,6 +87,8 @@ class Batcher(Generic[R, T]):
         self._max_cost = max_cost
         self._pending: list[_Pending[R, T]] = []
         self._in_flight = 0
+        self.on_batch: Callable[[int], None] | None = None
+        """Told the size of every database call made (the metrics' batch sizes)."""
 
     async def submit(self, request: R, timing: Timing | None = None) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -132,6 +134,8 @@ class Batcher(Generic[R, T]):
                 _settle(pending.future, errors.InternalError())
 
     async def _answer(self, batch: list[_Pending[R, T]]) -> None:
+        if self.on_batch is not None:
+            self.on_batch(len(batch))
         started = time.perf_counter_ns()
         try:
             outcome = await self._run([pending.request for pending in batch])
@@ -194,6 +198,12 @@ class BatchedRepository(repository.Repository):
         self._bulk: Batcher[repository.Operation, Any] = Batcher(
             self._run_batch, max_in_flight=BULK_IN_FLIGHT, cost=subtransactions
         )
+
+    def watch_batches(self, observer: Callable[[str], Callable[[int], None]]) -> None:
+        """Report every call's size to ``observer(batcher name)``: "single" for the
+        batcher of single requests, "bulk" for that of batch requests."""
+        self._batcher.on_batch = observer("single")
+        self._bulk.on_batch = observer("bulk")
 
     async def send(
         self,

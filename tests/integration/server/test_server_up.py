@@ -129,3 +129,38 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
             process.kill()
             process.wait()
         embedded.EmbeddedPostgres(data_dir / "pg").stop()
+
+
+def test_up_with_tls_makes_a_ca_and_client_commands_use_it(tmp_path: Path) -> None:
+    data_dir = tmp_path / "courier"
+    port = free_port()
+    log = tmp_path / "up.log"
+    env = environment_without_settings()
+    env["COURIER_DATA_DIR"] = str(data_dir)
+    command = [str(COURIER), "up", "--tls", "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env
+        )
+    try:
+        state = wait_for_file(data_dir / "up.json", process, log)
+        ca = Path(state["ca"])
+        assert ca.parent == data_dir / "tls" and ca.is_file()
+        assert (data_dir / "tls").stat().st_mode & 0o777 == 0o700
+        assert (data_dir / "tls" / "server.key").stat().st_mode & 0o777 == 0o600
+        # Client commands in another shell find the servers and trust the CA by themselves.
+        courier_command("register", "tls-user", env=env)
+        courier_command("queue", "create", "secured", "--as", "tls-user", env=env)
+        courier_command("send", "secured", "sealed", "--as", "tls-user", env=env)
+        assert "sealed" in courier_command("pop", "secured", "--as", "tls-user", env=env)
+        with pytest.raises(courier.errors.TlsError):
+            courier.Client.connect(f"127.0.0.1:{port}")  # plaintext is refused
+        with courier.Client.connect(f"127.0.0.1:{port}", ca=ca) as client:
+            assert client.ping() > 0
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0, log.read_text()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        embedded.EmbeddedPostgres(data_dir / "pg").stop()
