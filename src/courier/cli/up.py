@@ -9,6 +9,7 @@ the database (unless it was already running before), and removes the state file.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
@@ -16,13 +17,15 @@ from pathlib import Path
 
 import click
 
-from courier import config, localstate
+from courier import config, credentials, errors, localstate, models, scram
 from courier.cli.options import data_dir_option
-from courier.db import embedded
+from courier.db import embedded, repository
 from courier.server import launcher
 from courier.server.launcher import Middleware
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+ADMIN_CLIENT = "admin"
+"""The admin client `courier up` makes (or gives a new secret, if it exists)."""
 
 
 @click.command()
@@ -43,7 +46,9 @@ def up(middlewares: int, port: int, data_dir: Path) -> None:
         servers = start_middlewares(dsn, port, middlewares, data_dir / localstate.LOGS_DIR)
         admin_token = secrets.token_urlsafe(24)
         localstate.write_up_state(data_dir, up_state(dsn, servers, admin_token))
+        kept = credentials.save(data_dir, ADMIN_CLIENT, asyncio.run(admin_secret(dsn)))
         announce(dsn, servers, database_was_running, admin_token)
+        announce_login(kept)
         wait_for_stop(servers)
     finally:
         # A second Ctrl-C must not cut the clean-up short.
@@ -55,6 +60,34 @@ def up(middlewares: int, port: int, data_dir: Path) -> None:
             database.stop()
         localstate.clear_up_state(data_dir)
     click.echo("stopped", err=True)
+
+
+async def admin_secret(dsn: str, name: str = "admin") -> str:
+    """Make sure client ``name`` is an admin with a new secret; that secret."""
+    secret = scram.new_secret()
+    verifier = scram.verifier(secret)
+    repo = await repository.Repository.connect(dsn, config.PoolSettings(min_size=1, max_size=1))
+    try:
+        try:
+            await repo.register_client(name, models.ClientMode.ADMIN, verifier=verifier)
+        except errors.ClientExists:
+            found = await repo.get_client(name)
+            if found.mode is not models.ClientMode.ADMIN:
+                raise click.ClickException(
+                    f"client {name!r} exists and is not an admin: cannot make it the admin"
+                ) from None
+            await repo.set_secret(found.id, found.id, verifier)
+    finally:
+        await repo.close()
+    return secret
+
+
+def announce_login(kept: Path) -> None:
+    click.echo(
+        f"admin client {ADMIN_CLIENT!r}: its secret is in {kept} (readable by you only);"
+        f" log in with --as {ADMIN_CLIENT}"
+    )
+    click.echo("new clients: `courier register NAME` keeps their secret there too")
 
 
 def start_database(database: embedded.EmbeddedPostgres) -> str:
