@@ -85,8 +85,11 @@ async def ping(ctx: Context, request: frames.Ping) -> frames.Pong:
 
 
 async def register(ctx: Context, request: frames.Register) -> frames.ClientReply:
-    if request.mode is models.ClientMode.ADMIN:
-        ctx.session.require_admin("create an admin client")
+    creator = ctx.session.client
+    if request.mode is models.ClientMode.ADMIN and (
+        creator is None or creator.mode is not models.ClientMode.ADMIN
+    ):
+        raise errors.NotAuthorised("only an admin may create an admin client")
     if request.verifier is None and not ctx.services.logins.open_login:
         raise errors.BadRequest("register with a secret (its verifier): this server requires one")
     client = await ctx.services.backend.register_client(
