@@ -201,9 +201,9 @@ async def test_only_the_owner_or_an_admin_deletes_or_configures_a_queue(
     judy, kim = await make("judy", "j"), await make("kim", "k")
     for name in ("judys", "judys-too", "judys-third"):
         await judy.create_queue(name)
-    with pytest.raises(errors.NotAuthorised, match="only the owner of queue .* may delete"):
+    with pytest.raises(errors.NotAuthorised, match=r"only the owner of queue .* may delete"):
         await kim.delete_queue("judys")
-    with pytest.raises(errors.NotAuthorised, match="may configure"):
+    with pytest.raises(errors.NotAuthorised, match=r"may configure"):
         await kim.configure_queue("judys", max_deliveries=3)
     await kim.send("judys", "others may still send")  # no ACL: sending stays open
     settings = await judy.configure_queue("judys", max_deliveries=3)
