@@ -16,9 +16,7 @@ from courier.server import launcher
 
 @pytest.fixture
 async def middleware(dsn: str, tmp_path: Path) -> AsyncIterator[launcher.Middleware]:
-    process = launcher.Middleware.start(
-        tmp_path / "logs", dsn=dsn, pool_size=4, open_login=True
-    )
+    process = launcher.Middleware.start(tmp_path / "logs", dsn=dsn, pool_size=4, open_login=True)
     try:
         await process.ready()
         yield process
