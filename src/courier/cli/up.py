@@ -72,7 +72,7 @@ async def admin_secret(dsn: str, name: str = "admin") -> str:
             await repo.register_client(name, models.ClientMode.ADMIN, verifier=verifier)
         except errors.ClientExists:
             found = await repo.get_client(name)
-            if found.mode is not models.ClientMode.ADMIN:
+            if not await repo.is_admin(found.id):
                 raise click.ClickException(
                     f"client {name!r} exists and is not an admin: cannot make it the admin"
                 ) from None

@@ -165,6 +165,14 @@ class Repository:
             timing=timing,
         )  # fmt: skip
 
+    async def is_admin(self, client_id: int, *, timing: Timing | None = None) -> bool:
+        """Whether the client is an admin (and not disabled)."""
+        row = await self._call(
+            "courier_is_admin_v1($1) AS a(admin), (SELECT 0::bigint AS exec_ns) e", client_id,
+            timing=timing,
+        )  # fmt: skip
+        return bool(row["admin"])
+
     async def set_client_enabled(
         self, actor_id: int, client_id: int, enabled: bool, *, timing: Timing | None = None
     ) -> None:

@@ -7,7 +7,8 @@ wrong proof all look alike. An unknown name even gets a challenge, with a salt
 derived from the name and a key of this process, so it looks like any other.
 
 Failures are counted per client name (as given) and per peer address, on this
-middleware only. After ``max_failures`` of either, further logins for that name or
+middleware only. After ``max_failures`` for a name (``PEER_FACTOR`` times as many from
+an address, which many honest clients may share), further logins for that name or
 from that address are refused for one second, doubling with each further failure up
 to ``MAX_LOCKOUT``; a success clears the name's count (not the address's, so one
 valid account does not reset the guessing of another).
@@ -26,6 +27,8 @@ FIRST_LOCKOUT = 1.0
 MAX_LOCKOUT = 300.0
 FORGET_AFTER = 900.0
 """Seconds after its last failure that a name or address starts afresh."""
+PEER_FACTOR = 4
+"""An address may fail this many times as often as a name before its lockout."""
 MAX_TRACKED = 100_000
 """Failure records kept at most; the oldest go first (bounded memory)."""
 
@@ -83,7 +86,8 @@ class Throttle:
                 record = _Failures()
             record.count += 1
             record.last = now
-            over = record.count - self.max_failures
+            limit = self.max_failures * (PEER_FACTOR if key.startswith("peer:") else 1)
+            over = record.count - limit
             if over >= 0:
                 record.blocked_until = now + min(FIRST_LOCKOUT * 2**over, MAX_LOCKOUT)
             self._failures[key] = record  # re-inserted: dict order is age order

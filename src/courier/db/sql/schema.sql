@@ -37,13 +37,14 @@ CREATE TABLE courier_instances (
 CREATE TABLE courier_clients (
     id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name                text        NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 255),
-    mode                text        NOT NULL
-                                    CHECK (mode IN ('read_write', 'read_only', 'admin')),
+    mode                text        NOT NULL CHECK (mode IN ('read_write', 'read_only')),
     -- The instance holding the client's session; NULL when offline. Deleting an
     -- instance releases its sessions.
     session_instance_id bigint      REFERENCES courier_instances (id) ON DELETE SET NULL,
     created_at          timestamptz NOT NULL DEFAULT now(),
-    -- A disabled client cannot log in (migration 0013).
+    -- An admin (a read_write client that may do anything) and a disabled client
+    -- (which cannot log in); migration 0013.
+    admin               boolean     NOT NULL DEFAULT false,
     disabled            boolean     NOT NULL DEFAULT false,
     -- The SCRAM-SHA-256 verifier of the client's secret, never the secret itself; NULL
     -- when no secret is set (see migration 0013).
@@ -2437,10 +2438,11 @@ BEGIN
         PERFORM courier_check_verifier_v1(p_salt, p_iterations, p_stored_key, p_server_key);
     END IF;
     INSERT INTO courier_clients (
-        name, mode, auth_salt, auth_iterations, auth_stored_key, auth_server_key)
-    VALUES (p_name, p_mode, p_salt, p_iterations, p_stored_key, p_server_key)
+        name, mode, admin, auth_salt, auth_iterations, auth_stored_key, auth_server_key)
+    VALUES (p_name, CASE p_mode WHEN 'admin' THEN 'read_write' ELSE p_mode END,
+            p_mode = 'admin', p_salt, p_iterations, p_stored_key, p_server_key)
     ON CONFLICT (name) DO NOTHING
-    RETURNING courier_clients.id, courier_clients.name, courier_clients.mode, false
+    RETURNING courier_clients.id, courier_clients.name, p_mode, false
     INTO id, name, mode, online;
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(7, format('a client named %s exists', p_name));
@@ -2484,8 +2486,9 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(13, 'login failed');
     END IF;
-    SELECT l.id, l.name, l.mode, l.online INTO id, name, mode, online
-    FROM courier_login_v1(p_id, NULL, p_instance_id) l;
+    SELECT l.id, l.name, CASE WHEN c.admin THEN 'admin' ELSE l.mode END, l.online
+    INTO id, name, mode, online
+    FROM courier_login_v1(p_id, NULL, p_instance_id) l JOIN courier_clients c ON c.id = l.id;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
@@ -2494,7 +2497,7 @@ CREATE FUNCTION courier_is_admin_v1(p_client_id bigint)
 RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT 1 FROM courier_clients c
-                   WHERE c.id = p_client_id AND c.mode = 'admin' AND NOT c.disabled)
+                   WHERE c.id = p_client_id AND c.admin AND NOT c.disabled)
 $$;
 
 -- A client sets its own secret; an admin may set anyone's (a reset).

@@ -9,10 +9,12 @@
 -- middleware two HMACs; the slow derivation is the client's. NULL: no secret set (a
 -- client from before this migration, or one registered on a server with open login),
 -- which cannot log in where credentials are required until an admin resets it.
+--
+-- An admin is a read_write client with ``admin`` set, so every check of the data path
+-- that a sender is read_write holds for admins unchanged; functions that report a
+-- client (register v2, login v2) say mode 'admin' for one.
 ALTER TABLE courier_clients
-    DROP CONSTRAINT courier_clients_mode_check,
-    ADD CONSTRAINT courier_clients_mode_check
-        CHECK (mode IN ('read_write', 'read_only', 'admin')),
+    ADD COLUMN admin           boolean NOT NULL DEFAULT false,
     ADD COLUMN disabled        boolean NOT NULL DEFAULT false,
     ADD COLUMN auth_salt       bytea,
     ADD COLUMN auth_iterations integer CHECK (auth_iterations >= 4096),
@@ -53,10 +55,11 @@ BEGIN
         PERFORM courier_check_verifier_v1(p_salt, p_iterations, p_stored_key, p_server_key);
     END IF;
     INSERT INTO courier_clients (
-        name, mode, auth_salt, auth_iterations, auth_stored_key, auth_server_key)
-    VALUES (p_name, p_mode, p_salt, p_iterations, p_stored_key, p_server_key)
+        name, mode, admin, auth_salt, auth_iterations, auth_stored_key, auth_server_key)
+    VALUES (p_name, CASE p_mode WHEN 'admin' THEN 'read_write' ELSE p_mode END,
+            p_mode = 'admin', p_salt, p_iterations, p_stored_key, p_server_key)
     ON CONFLICT (name) DO NOTHING
-    RETURNING courier_clients.id, courier_clients.name, courier_clients.mode, false
+    RETURNING courier_clients.id, courier_clients.name, p_mode, false
     INTO id, name, mode, online;
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(7, format('a client named %s exists', p_name));
@@ -100,8 +103,9 @@ BEGIN
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(13, 'login failed');
     END IF;
-    SELECT l.id, l.name, l.mode, l.online INTO id, name, mode, online
-    FROM courier_login_v1(p_id, NULL, p_instance_id) l;
+    SELECT l.id, l.name, CASE WHEN c.admin THEN 'admin' ELSE l.mode END, l.online
+    INTO id, name, mode, online
+    FROM courier_login_v1(p_id, NULL, p_instance_id) l JOIN courier_clients c ON c.id = l.id;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
@@ -110,7 +114,7 @@ CREATE FUNCTION courier_is_admin_v1(p_client_id bigint)
 RETURNS boolean
 LANGUAGE sql STABLE AS $$
     SELECT EXISTS (SELECT 1 FROM courier_clients c
-                   WHERE c.id = p_client_id AND c.mode = 'admin' AND NOT c.disabled)
+                   WHERE c.id = p_client_id AND c.admin AND NOT c.disabled)
 $$;
 
 -- A client sets its own secret; an admin may set anyone's (a reset).
