@@ -296,8 +296,11 @@ class Session:
         if self.recorder is not None:
             status = names.STATUSES[reply.status] if type(reply) is protocol.ErrorReply else "OK"
             ids, queues = measurement_hook.message_ids(request, reply)
+            # A LOGIN_PROOF counts as the new client's too (the session is taken only
+            # once the server's signature is checked).
+            who = reply.client.id if type(reply) is protocol.LoginReply else self._client_id()
             self.recorder((
-                link.label, self._client_id(), request_id, _operation(request), status,
+                link.label, who, request_id, _operation(request), status,
                 start_ns, arrival.decoded_at_ns - started, serialize_ns,
                 arrival.deserialize_ns, len(frame), arrival.size, ids, queues,
             ))  # fmt: skip
