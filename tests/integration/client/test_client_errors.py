@@ -67,7 +67,7 @@ async def test_nothing_to_read_is_none_not_an_error(client: Any, unique: Unique)
 async def test_client_not_found_exists_and_online(
     connect: Connect, servers: list[ServerProcess], client: Any
 ) -> None:
-    with pytest.raises(errors.NotAuthorised, match="^login failed$"):  # as a wrong secret
+    with pytest.raises(errors.NotAuthorised, match=r"^login failed$"):  # as a wrong secret
         await connect(address(servers[0]), name="nobody-at-all")
     with pytest.raises(errors.ClientExists, match=f"named '{client.name}' already exists"):
         await client.register(client.name)
