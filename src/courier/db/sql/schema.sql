@@ -23,6 +23,8 @@
 -- queue and receiver, pg_notify('courier_messages',
 -- '<queue_id>:<receiver_id or empty>:<messages stored>') (delivered at commit), so
 -- middleware can wake as many blocked receives as those messages can satisfy.
+-- Disabling a client (migration 0013) fires pg_notify('courier_clients', '<client_id>'),
+-- so the middleware holding its session closes that connection.
 
 -- == Tables ==========================================================================
 
