@@ -4,8 +4,9 @@ Starts the embedded database (initialising and migrating it on first use), then
 N `courier serve` processes on consecutive ports, waits until each answers a PING,
 and records the system in ``<data dir>/up.json`` so that client commands and the
 console find it without flags. It makes the admin client ``admin`` (or gives the one
-there a new secret) and keeps its secret in ``<data dir>/credentials.json`` (0600). On Ctrl-C or SIGTERM it stops the middleware, then
-the database (unless it was already running before), and removes the state file.
+there a new secret) and keeps its secret in ``<data dir>/credentials.json`` (0600).
+On Ctrl-C or SIGTERM it stops the middleware, then the database (unless it was
+already running before), and removes the state file.
 """
 
 from __future__ import annotations
