@@ -185,7 +185,7 @@ async def servers(
         yield started
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="session", autouse=True)
 def secrets_by_default(default_secrets: None) -> None:
     """Every client a test makes logs in with a secret (``helpers.credentials``)."""
 

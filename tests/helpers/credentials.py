@@ -45,8 +45,10 @@ def _with_secret(credentials: session.Credentials | None) -> session.Credentials
     return dataclasses.replace(credentials, secret=secret_for(name))
 
 
-@pytest.fixture
-def default_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+@pytest.fixture(scope="session")
+def default_secrets() -> Iterator[None]:
+    """For the whole session, so that module-scoped clients get secrets too."""
+    monkeypatch = pytest.MonkeyPatch()
     start, login, call = session.Session.start, session.Session.login, session.Session.call
 
     async def start_with_secret(self: session.Session, credentials: Any = None) -> None:
@@ -68,7 +70,10 @@ def default_secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(session.Session, "start", start_with_secret)
     monkeypatch.setattr(session.Session, "login", login_with_secret)
     monkeypatch.setattr(session.Session, "call", call_with_verifier)
-    yield
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
 
 
 @pytest.fixture
