@@ -137,7 +137,11 @@ class AsyncClient:
     async def set_secret(self, secret: str, client: int | str | None = None) -> None:
         """Replace a secret: this client's own (``client`` None), or, for an admin,
         any client's (by id or name). Sessions already open stay open."""
-        target = self._session.client.id if client is None and self._session.client else client
+        target = client
+        if target is None:
+            if self._session.client is None:
+                raise errors.NotLoggedIn("log in first: a client sets its own secret")
+            target = self._session.client.id
         client_id, name = (None, target) if isinstance(target, str) else (target, None)
         request = protocol.SetSecret(client_id, name, scram.verifier(secret))
         await self._session.call(request, protocol.Done)

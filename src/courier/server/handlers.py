@@ -155,8 +155,9 @@ async def login_proof(ctx: Context, request: frames.LoginProof) -> SessionChange
     try:
         client_id = services.logins.check_proof(held, request.proof)
         client = await take_seat(ctx, client_id, verified=True)
-    except errors.NotAuthorised as exc:
-        services.logins.throttle.failure(*keys)
+    except errors.CourierError as exc:  # answered here, so that the session drops it
+        if isinstance(exc, errors.NotAuthorised):
+            services.logins.throttle.failure(*keys)
         return SessionChange(frames.ErrorReply(exc.status, exc.message), session.Session())
     services.logins.throttle.success(keys[0])
     signature = scram.server_signature(held.server_key, held.auth_message)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hmac
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from courier import errors, models, scram
@@ -65,7 +66,7 @@ class Throttle:
     locked-out key until its lockout ends."""
 
     max_failures: int = 5
-    clock: object = field(default=time.monotonic, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
     _failures: dict[str, _Failures] = field(default_factory=dict)
 
     def check(self, *keys: str) -> None:
@@ -98,8 +99,7 @@ class Throttle:
         self._failures.pop(key, None)
 
     def _now(self) -> float:
-        now: float = self.clock()  # type: ignore[operator]
-        return now
+        return self.clock()
 
 
 def name_key(user: str) -> str:
