@@ -1,6 +1,6 @@
 """``AsyncClient``: the Courier client library (the sync ``Client`` wraps this one).
 
-    async with AsyncClient.connect("127.0.0.1:7400,127.0.0.1:7401", name="alice") as client:
+    async with AsyncClient.connect("127.0.0.1:7400", name="alice", secret=secret) as client:
         await client.send("jobs", "resize photo 17")
         message = await client.pop("jobs")
 

@@ -6,7 +6,7 @@ submits the coroutine to the loop and waits for the result, so signatures,
 docstrings and behaviour are the async client's own. A unit test checks that every
 public coroutine method of AsyncClient appears here.
 
-    with Client.connect("127.0.0.1:7400", name="alice") as client:
+    with Client.connect("127.0.0.1:7400", name="alice", secret=secret) as client:
         client.send("jobs", "resize photo 17")
 """
 
