@@ -226,3 +226,57 @@ async def test_an_admin_creates_another_admin(
     await register(secure, "leo", "l")
     await deputy.disable_client("leo")
     assert (await refusal(secure, "leo", "l")).message == "login failed"
+
+
+class Tap:
+    """A loopback relay to a server that keeps every byte the client sends."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.sent = bytearray()
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        upstream_reader, upstream_writer = await asyncio.open_connection(*self.target)
+
+        async def pipe(
+            source: asyncio.StreamReader, sink: asyncio.StreamWriter, keep: bool
+        ) -> None:
+            while data := await source.read(65536):
+                if keep:
+                    self.sent += data
+                sink.write(data)
+                await sink.drain()
+            sink.close()
+
+        await asyncio.gather(
+            pipe(reader, upstream_writer, True), pipe(upstream_reader, writer, False),
+            return_exceptions=True,
+        )  # fmt: skip
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+async def test_the_secret_never_travels(secure: ServerProcess) -> None:
+    tap = Tap(secure.address)
+    through = await tap.start()
+    secret = "correct horse battery staple"
+    try:
+        async with courier.AsyncClient.connect(through) as anonymous:
+            await anonymous.register("mallory-proof", secret=secret)
+        async with courier.AsyncClient.connect(
+            through, name="mallory-proof", secret=secret
+        ) as client:
+            await client.set_secret(secret + " 2")
+    finally:
+        await tap.close()
+    assert b"mallory-proof" in tap.sent  # the tap did see the logins
+    assert secret.encode() not in tap.sent
+    assert b"battery" not in tap.sent
