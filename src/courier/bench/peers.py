@@ -141,7 +141,7 @@ class Courier:
         per_middleware = math.ceil(most_clients / self.middlewares) + 8
         return launcher.Middleware.start(
             self.log_dir, dsn=self.dsn, pool_size=self.pool_size,
-            max_clients=max(defaults.SERVE.max_clients, per_middleware),
+            max_clients=max(defaults.SERVE.max_clients, per_middleware), open_login=True,
         )  # fmt: skip
 
     @contextlib.asynccontextmanager

@@ -3,6 +3,8 @@
 Options on every client command (each also an environment variable):
 
     --as NAME          log in as this client            COURIER_AS
+    --secret SECRET    its secret (default: the one     COURIER_SECRET
+                       `courier register` kept in <data dir>/credentials.json)
     --servers H:P,...  middleware addresses             COURIER_SERVERS
                        (default: the servers of the running `courier up`, from its
                        state file, else 127.0.0.1:7400)
@@ -41,7 +43,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from courier import config, errors, localstate, models
+from courier import config, credentials, errors, localstate, models
 from courier.cli.options import data_dir_flag, shared_option
 from courier.client import sync_client
 
@@ -108,6 +110,7 @@ class Options:
 
     as_name: str | None = None
     as_name_given: bool = False
+    secret: str | None = None
     servers: tuple[tuple[str, int], ...] | None = None
     data_dir: Path = dataclasses.field(default_factory=localstate.data_dir)
     json: bool = False
@@ -167,6 +170,11 @@ def client_options(command: F) -> F:
             callback=_store("as_name"), help="Log in as this client.",
         ),
         shared_option(
+            "--secret", shared_envvar="COURIER_SECRET", metavar="SECRET", expose_value=False,
+            callback=_store("secret"),
+            help="The client's secret (default: the one kept in <data dir>/credentials.json).",
+        ),
+        shared_option(
             "--servers", shared_envvar="COURIER_SERVERS", metavar="HOST:PORT,...",
             expose_value=False, callback=_store("servers"),
             help="Middleware servers (default: those of `courier up`, else 127.0.0.1:7400).",
@@ -210,8 +218,16 @@ def client(*, login: bool = True) -> Iterator[sync_client.Client]:
         return
     servers, tls = chosen.connection()
     name = chosen.as_name if login else None
-    with sync_client.Client.connect(servers, name=name, **tls) as connected:
+    secret = secret_of(chosen, name)
+    with sync_client.Client.connect(servers, name=name, secret=secret, **tls) as connected:
         yield connected
+
+
+def secret_of(chosen: Options, name: str | None) -> str | None:
+    """The secret to log in as ``name`` with: --secret, else the credentials file's."""
+    if name is None:
+        return None
+    return chosen.secret or credentials.secret_for(chosen.data_dir, name)
 
 
 def shell_state() -> Shell | None:

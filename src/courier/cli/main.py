@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "serve": "courier.cli.serve:serve",
     "up": "courier.cli.up:up",
     "register": "courier.cli.client_commands:register",
+    "secret": "courier.cli.admin_commands:secret",
+    "admin": "courier.cli.admin_commands:admin",
     "queue": "courier.cli.client_commands:queue",
     "send": "courier.cli.client_commands:send",
     "peek": "courier.cli.client_commands:peek",

@@ -8,6 +8,7 @@ running.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 
@@ -150,6 +151,20 @@ DEFAULTS = config.ServerSettings()
 )
 @click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
 @click.option(
+    "--open-login",
+    is_flag=True,
+    help="Let clients log in by name alone, without a secret: only for a private system on"
+    " a loopback address (the lab's); refused on any other host.",
+)
+@click.option(
+    "--max-login-failures",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.max_login_failures,
+    show_default=True,
+    help="Failed logins for one client name, or from one address, before further logins"
+    " are refused for a while (1 s, doubling with each further failure, at most 5 min).",
+)
+@click.option(
     "--batching/--no-batching",
     default=DEFAULTS.batching,
     show_default=True,
@@ -211,6 +226,8 @@ def serve(
     instance_ttl: float,
     frame_timeout: float,
     mock: bool,
+    open_login: bool,
+    max_login_failures: int,
     batching: bool,
     record_dir: Path | None,
     run_id: str,
@@ -226,6 +243,8 @@ def serve(
         dsn = localstate.local_dsn(data_dir)
         if dsn is None:
             raise click.UsageError("give --dsn, or start a local database with `courier up`")
+    if open_login and not is_loopback(host):
+        raise click.UsageError(f"--open-login serves loopback addresses only, not {host}")
     settings = config.ServerSettings(
         dsn=dsn or "",
         host=host,
@@ -254,6 +273,8 @@ def serve(
         instance_ttl=instance_ttl,
         frame_timeout=frame_timeout,
         mock=mock,
+        open_login=open_login,
+        max_login_failures=max_login_failures,
         batching=batching,
         record_dir=record_dir,
         run_id=run_id,
@@ -274,6 +295,16 @@ def tls_files(cert: Path | None, key: Path | None) -> config.TlsFiles | None:
     if (cert is None) != (key is None):
         raise click.UsageError("--tls-cert and --tls-key go together")
     return config.TlsFiles(cert, key) if cert is not None and key is not None else None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def run(settings: config.ServerSettings) -> None:

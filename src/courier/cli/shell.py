@@ -167,7 +167,10 @@ def shell() -> None:
     if chosen.as_name is None:
         raise click.UsageError("say who you are: courier shell --as NAME")
     servers, tls = chosen.connection()
-    with sync_client.Client.connect(servers, name=chosen.as_name, **tls) as client:
+    secret = common.secret_of(chosen, chosen.as_name)
+    with sync_client.Client.connect(
+        servers, name=chosen.as_name, secret=secret, **tls
+    ) as client:
         interactive = sys.stdin.isatty()
         console = CourierShell(common.Shell(client), interactive=interactive)
         history_path = chosen.data_dir / localstate.SHELL_HISTORY_FILE

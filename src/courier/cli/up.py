@@ -3,8 +3,10 @@
 Starts the embedded database (initialising and migrating it on first use), then
 N `courier serve` processes on consecutive ports, waits until each answers a PING,
 and records the system in ``<data dir>/up.json`` so that client commands and the
-console find it without flags. On Ctrl-C or SIGTERM it stops the middleware, then
-the database (unless it was already running before), and removes the state file.
+console find it without flags. It makes the admin client ``admin`` (or gives the one
+there a new secret) and keeps its secret in ``<data dir>/credentials.json`` (0600).
+On Ctrl-C or SIGTERM it stops the middleware, then the database (unless it was
+already running before), and removes the state file.
 
 With --tls the middleware speak TLS with a certificate from a CA made for this run
 (in ``<data dir>/tls``); up.json names the CA, and client commands against this
@@ -13,6 +15,7 @@ system trust it.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
@@ -20,13 +23,15 @@ from pathlib import Path
 
 import click
 
-from courier import certificates, config, localstate
+from courier import certificates, config, credentials, errors, localstate, models, scram
 from courier.cli.options import data_dir_option
-from courier.db import embedded
+from courier.db import embedded, repository
 from courier.server import launcher
 from courier.server.launcher import Middleware
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+ADMIN_CLIENT = "admin"
+"""The admin client `courier up` makes (or gives a new secret, if it exists)."""
 
 
 @click.command()
@@ -53,8 +58,10 @@ def up(middlewares: int, port: int, tls: bool, data_dir: Path) -> None:
         made = make_certificates(data_dir) if tls else None
         servers = start_middlewares(dsn, port, middlewares, data_dir / localstate.LOGS_DIR, made)
         admin_token = secrets.token_urlsafe(24)
+        kept = credentials.save(data_dir, ADMIN_CLIENT, asyncio.run(admin_secret(dsn)))
         localstate.write_up_state(data_dir, up_state(dsn, servers, admin_token))
         announce(dsn, servers, database_was_running, admin_token)
+        announce_login(kept)
         wait_for_stop(servers)
     finally:
         # A second Ctrl-C must not cut the clean-up short.
@@ -66,6 +73,34 @@ def up(middlewares: int, port: int, tls: bool, data_dir: Path) -> None:
             database.stop()
         localstate.clear_up_state(data_dir)
     click.echo("stopped", err=True)
+
+
+async def admin_secret(dsn: str, name: str = "admin") -> str:
+    """Make sure client ``name`` is an admin with a new secret; that secret."""
+    secret = scram.new_secret()
+    verifier = scram.verifier(secret)
+    repo = await repository.Repository.connect(dsn, config.PoolSettings(min_size=1, max_size=1))
+    try:
+        try:
+            await repo.register_client(name, models.ClientMode.ADMIN, verifier=verifier)
+        except errors.ClientExists:
+            found = await repo.get_client(name)
+            if not await repo.is_admin(found.id):
+                raise click.ClickException(
+                    f"client {name!r} exists and is not an admin: cannot make it the admin"
+                ) from None
+            await repo.set_secret(found.id, found.id, verifier)
+    finally:
+        await repo.close()
+    return secret
+
+
+def announce_login(kept: Path) -> None:
+    click.echo(
+        f"admin client {ADMIN_CLIENT!r}: its secret is in {kept} (readable by you only);"
+        f" log in with --as {ADMIN_CLIENT}"
+    )
+    click.echo("new clients: `courier register NAME` keeps their secret there too")
 
 
 def start_database(database: embedded.EmbeddedPostgres) -> str:

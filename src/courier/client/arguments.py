@@ -65,7 +65,9 @@ def mode(mode: models.ClientMode | str) -> models.ClientMode:
     try:
         return models.ClientMode(mode)
     except ValueError:
-        raise errors.BadRequest(f"mode must be 'read_write' or 'read_only', not {mode!r}") from None
+        raise errors.BadRequest(
+            f"mode must be 'read_write', 'read_only' or 'admin', not {mode!r}"
+        ) from None
 
 
 def check_priority(priority: int) -> None:

@@ -25,6 +25,7 @@ MICROSECOND = timedelta(microseconds=1)
 MODE_CODES: dict[models.ClientMode, int] = {
     models.ClientMode.READ_WRITE: 0,
     models.ClientMode.READ_ONLY: 1,
+    models.ClientMode.ADMIN: 2,
 }
 ORDER_CODES: dict[models.Order, int] = {models.Order.TIME: 0, models.Order.PRIORITY: 1}
 OVERFLOW_CODES: dict[models.Overflow, int] = {

@@ -20,6 +20,7 @@ from courier.server import (
     connection,
     handlers,
     listener,
+    logins,
     logouts,
     measurement_hook,
     metrics,
@@ -87,6 +88,7 @@ class Server:
         self._services = handlers.Services(
             store, self._waiters, instance_id, self.settings.limits, pending_logouts,
             self._sweeper,
+            logins.Logins(self.settings.max_login_failures, open_login=self.settings.open_login),
         )  # fmt: skip
         await self._listener.start(self._services)
         if self._metrics is not None:
@@ -125,7 +127,7 @@ class Server:
         self._repo = kind(pool, settings.limits, settings.pool)
         self._notifier = listen.NotificationListener(
             settings.dsn, self._waiters.notify_payload, self._waiters.wake_all,
-            settings.notify_check,
+            settings.notify_check, on_disabled=self._listener.end_sessions_of,
         )  # fmt: skip
         await self._notifier.start()
         return self._repo

@@ -109,6 +109,8 @@ class Connection:
         self._stopping = False
         self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
         self._written = 0  # bytes handed to the transport, to tell whether the peer reads
+        peer = writer.get_extra_info("peername")
+        self._peer_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
 
     @property
     def peer(self) -> str:
@@ -320,7 +322,7 @@ class Connection:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[Opcode(opcode)]
         context = handlers.Context(self._services, current, timing, self._cancel_waiting,
-                                   self._seat)  # fmt: skip
+                                   self._seat, self._peer_host)  # fmt: skip
         result = await handler(context, request)
         if not isinstance(result, handlers.SessionChange):
             return result, current

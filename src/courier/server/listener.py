@@ -53,6 +53,13 @@ class Listener:
             for conn in self._connections
         )
 
+    def end_sessions_of(self, client_id: int) -> None:
+        """The client was disabled: close every connection logged in as it."""
+        for conn in list(self._connections):
+            if conn.session.client is not None and conn.session.client.id == client_id:
+                log.info("client %d was disabled; closing its connection", client_id)
+                conn.stop(graceful=False)
+
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Open the listening socket (not yet accepting); returns the bound address."""
         if self._tls is not None:

@@ -112,6 +112,15 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         for pid in state["pids"]:
             assert password not in " ".join(psutil.Process(pid).cmdline())
 
+        # The admin client's secret is in the credentials file (0600), not on the terminal.
+        kept = data_dir / "credentials.json"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        admin_secret = json.loads(kept.read_text())["clients"]["admin"]
+        assert admin_secret not in log.read_text()
+        assert f"its secret is in {kept}" in log.read_text()
+        assert "log in with --as admin" in log.read_text()
+        courier_command("admin", "create", "ops", "--as", "admin", env=env)
+
         # Other shells with the same COURIER_DATA_DIR and no other setting find it.
         courier_command("register", "alice", env=env)
         courier_command("queue", "create", "found-by-data-dir", "--as", "alice", env=env)
