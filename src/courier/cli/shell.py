@@ -168,9 +168,7 @@ def shell() -> None:
         raise click.UsageError("say who you are: courier shell --as NAME")
     servers, tls = chosen.connection()
     secret = common.secret_of(chosen, chosen.as_name)
-    with sync_client.Client.connect(
-        servers, name=chosen.as_name, secret=secret, **tls
-    ) as client:
+    with sync_client.Client.connect(servers, name=chosen.as_name, secret=secret, **tls) as client:
         interactive = sys.stdin.isatty()
         console = CourierShell(common.Shell(client), interactive=interactive)
         history_path = chosen.data_dir / localstate.SHELL_HISTORY_FILE

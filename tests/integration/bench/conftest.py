@@ -1,7 +1,7 @@
 """Fixtures for the benchmarks' integration tests.
 
-open_logins  (autouse) the benchmarks' clients log in by name alone, as on the
-             open-login servers the benchmarks start: no default secrets here
+open_logins  (autouse) no default secrets for library clients here: the benchmarks
+             make their own (or log in by name alone on open-login servers)
 """
 
 from __future__ import annotations
