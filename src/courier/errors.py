@@ -23,6 +23,8 @@ is its default message.
     ├── InternalError          INTERNAL
     ├── LeaseExpired           LEASE_EXPIRED
     ├── QuotaExceeded          QUOTA_EXCEEDED
+    ├── TopicNotFound          TOPIC_NOT_FOUND
+    ├── TopicExists            TOPIC_EXISTS
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
     └── RequestTimeout         (local: no reply arrived in time)
@@ -56,6 +58,9 @@ class Status(enum.IntEnum):
     INTERNAL = 16
     LEASE_EXPIRED = 17
     QUOTA_EXCEEDED = 18
+    # The 0x30 block, beside the topic opcodes 0x30-0x3F.
+    TOPIC_NOT_FOUND = 48
+    TOPIC_EXISTS = 49
 
 
 class CourierError(Exception):
@@ -189,6 +194,18 @@ class QuotaExceeded(CourierError):
     status = Status.QUOTA_EXCEEDED
 
 
+class TopicNotFound(CourierError):
+    """Topic does not exist."""
+
+    status = Status.TOPIC_NOT_FOUND
+
+
+class TopicExists(CourierError):
+    """Topic exists."""
+
+    status = Status.TOPIC_EXISTS
+
+
 class ProtocolError(CourierError):
     """Bytes on the connection are not a valid Courier frame."""
 
@@ -228,6 +245,8 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         InternalError,
         LeaseExpired,
         QuotaExceeded,
+        TopicNotFound,
+        TopicExists,
     )
 }
 

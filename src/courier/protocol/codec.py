@@ -17,6 +17,9 @@ SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.Pong: Opcode.PING,
     frames.MessageIdsReply: Opcode.SEND,
     frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
+    frames.SubscriptionReply: Opcode.SUBSCRIBE,
+    frames.PublishReply: Opcode.PUBLISH,
+    frames.TopicListReply: Opcode.LIST_TOPICS,
     frames.ErrorReply: constants.NO_OPCODE,
 }
 

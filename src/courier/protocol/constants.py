@@ -97,6 +97,13 @@ class Opcode(enum.IntEnum):
     RECEIVE_MANY = 0x29
     ACK_MANY = 0x2A
     NACK_MANY = 0x2B
+    CREATE_TOPIC = 0x30
+    DELETE_TOPIC = 0x31
+    GET_TOPIC = 0x32
+    LIST_TOPICS = 0x33
+    SUBSCRIBE = 0x34
+    UNSUBSCRIBE = 0x35
+    PUBLISH = 0x36
 
 
 PRE_LOGIN_OPCODES = frozenset({Opcode.PING, Opcode.REGISTER, Opcode.LOGIN})

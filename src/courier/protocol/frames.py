@@ -231,6 +231,66 @@ class NackMany:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CreateTopic:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    """Delete a topic (by id or by name: exactly one), its subscriptions and their queues."""
+
+    topic_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GetTopic:
+    """Look a topic up, with its subscriptions, by id or by name: exactly one."""
+
+    topic_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListTopics:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Subscribe to a topic (by id or by name: exactly one) under ``subscription``
+    (None: the server picks a name); a non-durable one ends with the session."""
+
+    topic_id: int | None
+    topic_name: str | None
+    subscription: str | None
+    durable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    """End the subscription whose queue this is; the queue goes with it."""
+
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Store a copy of the message in every subscription of the topic, all or none;
+    the other fields as for Send."""
+
+    topic_id: int | None
+    topic_name: str | None
+    body: bytes
+    receiver: int | None
+    priority: int
+    context: int | None
+    delay_ms: int = 0
+    ttl_ms: int | None = None
+    dedup_id: str | None = None
+
+
 # --- replies --------------------------------------------------------------------
 
 
@@ -295,6 +355,30 @@ class SettledReply:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicReply:
+    topic: models.Topic
+
+
+@dataclass(frozen=True, slots=True)
+class TopicListReply:
+    topics: tuple[models.Topic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionReply:
+    subscription: models.Subscription
+
+
+@dataclass(frozen=True, slots=True)
+class PublishReply:
+    """The copies a PUBLISH stored: the subscriptions' queues (ascending) and, in the
+    same order, the message id in each. Both empty: the topic had no subscription."""
+
+    queue_ids: tuple[int, ...]
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorReply:
     """A failed request: any opcode may be answered with one."""
 
@@ -328,6 +412,13 @@ Request: TypeAlias = (
     | ReceiveMany
     | AckMany
     | NackMany
+    | CreateTopic
+    | DeleteTopic
+    | GetTopic
+    | ListTopics
+    | Subscribe
+    | Unsubscribe
+    | Publish
 )
 
 Reply: TypeAlias = (
@@ -342,6 +433,10 @@ Reply: TypeAlias = (
     | BatchIdsReply
     | MessagesReply
     | SettledReply
+    | TopicReply
+    | TopicListReply
+    | SubscriptionReply
+    | PublishReply
     | ErrorReply
 )
 
@@ -368,6 +463,13 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.RECEIVE_MANY: ReceiveMany,
     Opcode.ACK_MANY: AckMany,
     Opcode.NACK_MANY: NackMany,
+    Opcode.CREATE_TOPIC: CreateTopic,
+    Opcode.DELETE_TOPIC: DeleteTopic,
+    Opcode.GET_TOPIC: GetTopic,
+    Opcode.LIST_TOPICS: ListTopics,
+    Opcode.SUBSCRIBE: Subscribe,
+    Opcode.UNSUBSCRIBE: Unsubscribe,
+    Opcode.PUBLISH: Publish,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -393,6 +495,13 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.RECEIVE_MANY: MessagesReply,
     Opcode.ACK_MANY: SettledReply,
     Opcode.NACK_MANY: SettledReply,
+    Opcode.CREATE_TOPIC: TopicReply,
+    Opcode.DELETE_TOPIC: Done,
+    Opcode.GET_TOPIC: TopicReply,
+    Opcode.LIST_TOPICS: TopicListReply,
+    Opcode.SUBSCRIBE: SubscriptionReply,
+    Opcode.UNSUBSCRIBE: Done,
+    Opcode.PUBLISH: PublishReply,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

@@ -231,7 +231,8 @@ $$;
 -- subscription's queue, all or none, through courier_send_v2 (so limits, expiry,
 -- delay and dedup ids work as for a send). Without subscriptions nothing is stored
 -- and message_ids is empty; the message is still checked. message_ids follow the
--- subscriptions' queue ids, ascending. A subscription whose queue is being deleted
+-- subscriptions' queue ids, ascending (a retry answered from the dedup window names
+-- the queues of the first publish's copies). A subscription whose queue is being deleted
 -- at that moment gets no copy (it is gone once this commits).
 CREATE FUNCTION courier_publish_v1(
     p_sender_id bigint, p_topic_id bigint, p_topic_name text, p_body bytea,
@@ -266,6 +267,16 @@ BEGIN
         SELECT s.message_ids INTO message_ids FROM courier_send_v2(
             p_sender_id, queue_ids, p_body, p_receiver_id, p_priority, p_context,
             p_max_body_bytes, p_delay_ms, p_ttl_ms, p_dedup_id, p_dedup_window_ms) s;
+    END IF;
+    IF p_dedup_id IS NOT NULL AND cardinality(message_ids) > 0 THEN
+        -- A retry may be answered with the first publish's ids: name each one's queue
+        -- as it is now (0: that copy was taken since).
+        queue_ids := ARRAY(
+            SELECT coalesce(m.queue_id, h.queue_id, 0)
+            FROM unnest(message_ids) WITH ORDINALITY AS x(id, ord)
+            LEFT JOIN courier_messages m ON m.id = x.id
+            LEFT JOIN courier_held_messages h ON h.id = x.id
+            ORDER BY x.ord);
     END IF;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
