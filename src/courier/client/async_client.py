@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from courier import config, errors, models, protocol
-from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session
+from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session, topics
 
 Servers = arguments.Servers
 
@@ -37,7 +37,7 @@ class ClientOptions(TypedDict, total=False):
     heartbeat_interval: float | None
 
 
-class AsyncClient:
+class AsyncClient(topics.TopicMethods):
     """A Courier client: one connection at a time, failing over across ``servers``."""
 
     def __init__(
@@ -189,6 +189,8 @@ class AsyncClient:
         """The queue with its current message count. QueueNotFound."""
         if isinstance(name_or_id, models.Queue):
             name_or_id = name_or_id.id
+        elif isinstance(name_or_id, models.Subscription):
+            name_or_id = name_or_id.queue
         if isinstance(name_or_id, str):
             request = protocol.GetQueue(queue_id=None, name=name_or_id)
         else:

@@ -151,6 +151,13 @@ class Client:
     pop_many = blocking(async_client.AsyncClient.pop_many)
     ack_many = blocking(async_client.AsyncClient.ack_many)
     nack_many = blocking(async_client.AsyncClient.nack_many)
+    create_topic = blocking(async_client.AsyncClient.create_topic)
+    delete_topic = blocking(async_client.AsyncClient.delete_topic)
+    get_topic = blocking(async_client.AsyncClient.get_topic)
+    list_topics = blocking(async_client.AsyncClient.list_topics)
+    subscribe = blocking(async_client.AsyncClient.subscribe)
+    unsubscribe = blocking(async_client.AsyncClient.unsubscribe)
+    publish = blocking(async_client.AsyncClient.publish)
 
 
 async def _build(
