@@ -141,6 +141,22 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
         drafts = (models.Draft(body), models.Draft(body, clients[0], 9, 4, 10, 60_000, "fuzz"))
         found.append(frames.SendMany(tuple(chosen), drafts * (index + 1)))
     found += [frames.AckMany((1, 2, 3)), frames.NackMany((4, 5), 100, "fuzz")]
+    return found + topic_requests(targets)
+
+
+def topic_requests(targets: Targets) -> list[frames.Request]:
+    """The topic requests, on topics named after the fuzzers' own queues."""
+    found: list[frames.Request] = [frames.ListTopics(), frames.Unsubscribe(targets.queue_ids[0])]
+    for name in targets.queue_names:
+        topic = f"{name}-topic"
+        found += [
+            frames.CreateTopic(topic), frames.GetTopic(None, topic),
+            frames.Subscribe(None, topic, None, durable=False),
+            frames.Subscribe(None, topic, "fuzz", durable=True),
+            frames.Publish(None, topic, b"hi", None, 5, None),
+            frames.Publish(None, topic, b"later", None, 9, -1, 10, 60_000, "fuzz"),
+            frames.DeleteTopic(None, topic),
+        ]  # fmt: skip
     return found
 
 

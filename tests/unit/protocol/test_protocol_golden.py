@@ -30,6 +30,8 @@ NAMESPACE: dict[str, Any] = {
     "ClientInfo": models.ClientInfo,
     "Draft": models.Draft,
     "Settled": models.Settled,
+    "Topic": models.Topic,
+    "Subscription": models.Subscription,
     "Status": errors.Status,
     "datetime": datetime,
     "UTC": UTC,
