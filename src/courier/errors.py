@@ -25,6 +25,7 @@ is its default message.
     ├── QuotaExceeded          QUOTA_EXCEEDED
     ├── TopicNotFound          TOPIC_NOT_FOUND
     ├── TopicExists            TOPIC_EXISTS
+    ├── TransactionExpired     TRANSACTION_EXPIRED
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
     └── RequestTimeout         (local: no reply arrived in time)
@@ -61,6 +62,7 @@ class Status(enum.IntEnum):
     # The 0x30 block, beside the topic opcodes 0x30-0x3F.
     TOPIC_NOT_FOUND = 48
     TOPIC_EXISTS = 49
+    TRANSACTION_EXPIRED = 50
 
 
 class CourierError(Exception):
@@ -206,6 +208,12 @@ class TopicExists(CourierError):
     status = Status.TOPIC_EXISTS
 
 
+class TransactionExpired(CourierError):
+    """The transaction was open too long: nothing of it was applied."""
+
+    status = Status.TRANSACTION_EXPIRED
+
+
 class ProtocolError(CourierError):
     """Bytes on the connection are not a valid Courier frame."""
 
@@ -247,6 +255,7 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         QuotaExceeded,
         TopicNotFound,
         TopicExists,
+        TransactionExpired,
     )
 }
 
@@ -254,6 +263,11 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
 def in_batch(number: int, exc: CourierError) -> CourierError:
     """The same error, naming the message of a batch it is about (numbered from 1)."""
     return type(exc)(f"message {number} of the batch: {exc.message}")
+
+
+def in_transaction(number: int, exc: CourierError) -> CourierError:
+    """The same error, naming the operation of a transaction it is about (from 1)."""
+    return type(exc)(f"operation {number} of the transaction: {exc.message}")
 
 
 def for_status(status: int, message: str | None = None) -> CourierError:

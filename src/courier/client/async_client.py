@@ -20,7 +20,16 @@ from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from courier import config, errors, models, protocol
-from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session, topics
+from courier.client import (
+    arguments,
+    batches,
+    clock,
+    measurement_hook,
+    queue_refs,
+    session,
+    topics,
+    transactions,
+)
 
 Servers = arguments.Servers
 
@@ -159,6 +168,12 @@ class AsyncClient(topics.TopicMethods):
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.close()
+
+    def transaction(self) -> transactions.Transaction:
+        """A transaction: sends, publishes and acks buffered, then committed all or
+        none (``async with client.transaction() as tx: tx.send(...)``; see
+        ``courier.client.transactions``)."""
+        return transactions.Transaction(self._session, self._queues)
 
     # -- queues ----------------------------------------------------------------------
 

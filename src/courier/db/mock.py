@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from courier import models
-from courier.db import repository
+from courier.db import repository, transactions
 
 FIXED_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 FIXED_QUEUE_ID = 1
@@ -270,6 +270,18 @@ class MockBackend:
                 stable_id(client), client, models.ClientMode.READ_WRITE, online
             )
         return models.ClientInfo(client, f"client-{client}", models.ClientMode.READ_WRITE, online)
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: repository.Timing | None = None,
+    ) -> list[list[int]]:
+        return [
+            [] if isinstance(operation, transactions.AckOperation) else [FIXED_MESSAGE_ID]
+            for operation in operations
+        ]
 
     # -- topics: one fixed subscription whose queue is the fixed queue ---------------
 

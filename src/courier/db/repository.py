@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 
 from courier import config, errors, models
-from courier.db import _translate, pools, topic_rows
+from courier.db import _translate, pools, topic_rows, transactions
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
@@ -299,6 +299,31 @@ class Repository:
             timing=timing,
         )  # fmt: skip
         return list(zip(row["queue_ids"], row["message_ids"], strict=True))
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]:
+        """Apply the operations in order, all or none; per operation the ids it
+        stored. The first failure undoes everything and is raised as its own error,
+        naming the operation (numbered from 1)."""
+        for number, operation in enumerate(operations, 1):
+            if not isinstance(operation, transactions.AckOperation):
+                try:
+                    self._check_message(operation.body, operation.priority)
+                except errors.CourierError as exc:
+                    raise errors.in_transaction(number, exc) from None
+        rows = await self._call_many(
+            "courier_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14, $15, $16)",
+            client_id, *transactions.arguments(operations), self.limits.max_body_bytes,
+            self._dedup_window_ms,
+            timing=timing,
+        )  # fmt: skip
+        return [list(row["message_ids"]) for row in sorted(rows, key=lambda r: r["operation"])]
 
     # -- messages --------------------------------------------------------------
     async def send(

@@ -19,6 +19,7 @@ SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
     frames.SubscriptionReply: Opcode.SUBSCRIBE,
     frames.PublishReply: Opcode.PUBLISH,
+    frames.CommitReply: Opcode.COMMIT,
     frames.TopicListReply: Opcode.LIST_TOPICS,
     frames.ErrorReply: constants.NO_OPCODE,
 }

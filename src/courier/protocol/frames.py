@@ -291,6 +291,15 @@ class Publish:
     dedup_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Apply every operation, all or none, in order: the first that fails undoes the
+    rest. ``age_ms`` is how long the client kept the transaction open."""
+
+    age_ms: int
+    operations: tuple[Send | Publish | Ack, ...]
+
+
 # --- replies --------------------------------------------------------------------
 
 
@@ -379,6 +388,14 @@ class PublishReply:
 
 
 @dataclass(frozen=True, slots=True)
+class CommitReply:
+    """Per operation of a COMMIT, in order, the ids it stored (a send's per queue, a
+    publish's per subscription; none for an ack)."""
+
+    results: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorReply:
     """A failed request: any opcode may be answered with one."""
 
@@ -419,6 +436,7 @@ Request: TypeAlias = (
     | Subscribe
     | Unsubscribe
     | Publish
+    | Commit
 )
 
 Reply: TypeAlias = (
@@ -437,6 +455,7 @@ Reply: TypeAlias = (
     | TopicListReply
     | SubscriptionReply
     | PublishReply
+    | CommitReply
     | ErrorReply
 )
 
@@ -470,6 +489,7 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.SUBSCRIBE: Subscribe,
     Opcode.UNSUBSCRIBE: Unsubscribe,
     Opcode.PUBLISH: Publish,
+    Opcode.COMMIT: Commit,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -502,6 +522,7 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.SUBSCRIBE: SubscriptionReply,
     Opcode.UNSUBSCRIBE: Done,
     Opcode.PUBLISH: PublishReply,
+    Opcode.COMMIT: CommitReply,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

@@ -59,10 +59,11 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             for one in settled:
                 write_settled(writer, one)
         case _:
-            write_topic_reply(writer, reply)
+            write_pubsub_reply(writer, reply)
 
 
-def write_topic_reply(writer: wire.Writer, reply: frames.Reply) -> None:
+def write_pubsub_reply(writer: wire.Writer, reply: frames.Reply) -> None:
+    """The replies of the 0x30 block: topics and COMMIT."""
     match reply:
         case frames.TopicReply(topic=topic):
             write_topic(writer, topic)
@@ -72,6 +73,12 @@ def write_topic_reply(writer: wire.Writer, reply: frames.Reply) -> None:
                 write_topic(writer, topic)
         case frames.SubscriptionReply(subscription=subscription):
             write_subscription(writer, subscription)
+        case frames.CommitReply(results=results):
+            writer.u16(len(results), "len(results)")
+            for ids in results:
+                writer.u16(len(ids), "len(results[])")
+                for message_id in ids:
+                    writer.i64(message_id, "results[][]")
         case frames.PublishReply(queue_ids=queue_ids, message_ids=message_ids):
             if len(queue_ids) != len(message_ids):
                 raise writer.fail("a publish has one message id per queue")
@@ -403,6 +410,13 @@ def read_publish_reply(reader: wire.Reader) -> frames.PublishReply:
     )
 
 
+def read_commit_reply(reader: wire.Reader) -> frames.CommitReply:
+    def ids() -> tuple[int, ...]:
+        return tuple(reader.i64("results[][]") for _ in range(reader.u16("len(results[])")))
+
+    return frames.CommitReply(results=tuple(ids() for _ in range(reader.u16("len(results)"))))
+
+
 PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]] = {
     frames.Pong: read_pong,
     frames.ClientReply: read_client_reply,
@@ -419,6 +433,7 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.TopicListReply: read_topic_list,
     frames.SubscriptionReply: read_subscription_reply,
     frames.PublishReply: read_publish_reply,
+    frames.CommitReply: read_commit_reply,
 }
 
 READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {

@@ -67,10 +67,11 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             writer.u32(delay_ms, "delay_ms")
             writer.optional_name(reason, "reason")
         case _:
-            write_topic_request(writer, request)
+            write_pubsub_request(writer, request)
 
 
-def write_topic_request(writer: wire.Writer, request: frames.Request) -> None:
+def write_pubsub_request(writer: wire.Writer, request: frames.Request) -> None:
+    """The requests of the 0x30 block: topics and COMMIT."""
     match request:
         case frames.CreateTopic(name=name):
             writer.name(name, "name")
@@ -86,6 +87,23 @@ def write_topic_request(writer: wire.Writer, request: frames.Request) -> None:
             writer.i64(queue_id, "queue_id")
         case frames.Publish():
             write_publish(writer, request)
+        case frames.Commit():
+            write_commit(writer, request)
+
+
+def write_commit(writer: wire.Writer, commit: frames.Commit) -> None:
+    """Each operation is its opcode, then its body as that request's."""
+    count = len(commit.operations)
+    if count > constants.MAX_TRANSACTION_OPERATIONS:
+        raise writer.fail(
+            f"len(operations)={count}: a transaction holds at most"
+            f" {constants.MAX_TRANSACTION_OPERATIONS}"
+        )
+    writer.u32(commit.age_ms, "age_ms")
+    writer.u16(count, "len(operations)")
+    for operation in commit.operations:
+        writer.u8(frames.opcode_of(operation), "operations[].opcode")
+        write_request(writer, operation)
 
 
 def write_publish(writer: wire.Writer, publish: frames.Publish) -> None:
@@ -392,6 +410,26 @@ def read_publish(reader: wire.Reader) -> frames.Publish:
     )
 
 
+def read_commit(reader: wire.Reader) -> frames.Commit:
+    age_ms = reader.u32("age_ms")
+    count = reader.u16("len(operations)")
+    if count > constants.MAX_TRANSACTION_OPERATIONS:
+        raise reader.fail(
+            f"len(operations)={count}: a transaction holds at most"
+            f" {constants.MAX_TRANSACTION_OPERATIONS}"
+        )
+    return frames.Commit(age_ms, tuple(read_operation(reader) for _ in range(count)))
+
+
+def read_operation(reader: wire.Reader) -> frames.Send | frames.Publish | frames.Ack:
+    opcode = reader.u8("operations[].opcode")
+    if opcode not in constants.TRANSACTION_OPERATIONS:
+        raise reader.fail(f"a transaction holds SEND, PUBLISH and ACK, not opcode {opcode:#04x}")
+    operation = READERS[Opcode(opcode)](reader)
+    assert isinstance(operation, frames.Send | frames.Publish | frames.Ack)
+    return operation
+
+
 def constant(request: frames.Request) -> Callable[[wire.Reader], frames.Request]:
     """A reader for a request with an empty body."""
     return lambda reader: request
@@ -427,5 +465,6 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.SUBSCRIBE: read_subscribe,
     Opcode.UNSUBSCRIBE: read_unsubscribe,
     Opcode.PUBLISH: read_publish,
+    Opcode.COMMIT: read_commit,
 }
 """How to read each request body; the caller then checks for trailing bytes."""

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from courier import errors, models
-from courier.db import repository
+from courier.db import repository, transactions
 
 Timing = repository.Timing
 SendOptions = repository.SendOptions
@@ -156,6 +156,14 @@ class Backend(Protocol):
     ) -> models.QueueSettings: ...
 
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep: ...
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]: ...
 
     async def create_topic(
         self, name: str, *, creator: int | None = None, timing: Timing | None = None

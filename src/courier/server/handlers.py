@@ -19,7 +19,7 @@ from typing import Any, Protocol, TypeVar
 from courier import config, errors, models
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import backend, logouts, session, sweeper, topic_handlers, waiters
+from courier.server import backend, commit, logouts, session, sweeper, topic_handlers, waiters
 
 log = logging.getLogger(__name__)
 
@@ -456,5 +456,6 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.ACK_MANY: ack_many,
     Opcode.NACK_MANY: nack_many,
     **topic_handlers.HANDLERS,
+    Opcode.COMMIT: commit.commit,
 }
 """Opcode -> handler; every request opcode has exactly one."""

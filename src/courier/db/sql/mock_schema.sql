@@ -513,7 +513,7 @@ BEGIN
 END;
 $$;
 
--- == Topics (migration 0015) ========================================================
+-- == Topics and transactions (migration 0015) ======================================
 
 CREATE FUNCTION courier_drop_subscription_queues_v1()
 RETURNS trigger
@@ -572,3 +572,16 @@ $$;
 
 CREATE FUNCTION courier_logout_v2(p_client_id bigint, p_instance_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_commit_v1(
+    p_client_id bigint, p_kinds text[], p_queue_counts integer[], p_queue_ids bigint[],
+    p_topic_ids bigint[], p_topic_names text[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_deliveries bigint[], p_max_body_bytes integer,
+    p_dedup_window_ms integer)
+RETURNS TABLE (operation integer, message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT k.ord::integer,
+           CASE WHEN k.kind = 'ack' THEN '{}'::bigint[] ELSE ARRAY[1]::bigint[] END, 0::bigint
+    FROM unnest(p_kinds) WITH ORDINALITY AS k(kind, ord)
+$$;

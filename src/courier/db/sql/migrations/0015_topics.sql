@@ -1,4 +1,4 @@
--- == Topics (migration 0015) ========================================================
+-- == Topics and transactions (migration 0015) ======================================
 -- Publish/subscribe on top of queues. A topic is a name; each subscription to it is
 -- a queue of its own, named '<topic>:<subscription>', which subscribers read with the
 -- ordinary queue operations. A publish stores one copy of the message in every
@@ -293,5 +293,66 @@ BEGIN
     WHERE s.instance_id = p_instance_id AND s.subscriber_id = p_client_id;
     PERFORM courier_logout_v1(p_client_id, p_instance_id);
     exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- == Transactions ===================================================================
+-- A transaction is buffered by the client and arrives whole in one COMMIT; this
+-- applies its operations in order, all or none, in one call: 'send'
+-- (courier_send_v2, its queues the next p_queue_counts[i] of p_queue_ids),
+-- 'publish' (courier_publish_v1) and 'ack' (courier_ack_v1). The first operation
+-- that fails undoes all of them and is raised with its own status, its message
+-- naming the operation (numbered from 1). One row per operation, in order: the ids
+-- it stored (none for an ack). Statuses as in the header, 50 TRANSACTION_EXPIRED
+-- being the middleware's own (it refuses an old transaction before calling this).
+CREATE FUNCTION courier_commit_v1(
+    p_client_id bigint, p_kinds text[], p_queue_counts integer[], p_queue_ids bigint[],
+    p_topic_ids bigint[], p_topic_names text[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_deliveries bigint[], p_max_body_bytes integer,
+    p_dedup_window_ms integer)
+RETURNS TABLE (operation integer, message_ids bigint[], exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_at integer := 0;
+    v_from integer := 1;
+    v_ids bigint[];
+    v_detail text;
+BEGIN
+    WHILE v_at < coalesce(cardinality(p_kinds), 0) LOOP
+        v_at := v_at + 1;
+        IF p_kinds[v_at] = 'send' THEN
+            SELECT s.message_ids INTO v_ids FROM courier_send_v2(
+                p_client_id, p_queue_ids[v_from : v_from + p_queue_counts[v_at] - 1],
+                p_bodies[v_at], p_receivers[v_at], p_priorities[v_at], p_contexts[v_at],
+                p_max_body_bytes, p_delays[v_at], p_ttls[v_at], p_dedup_ids[v_at],
+                p_dedup_window_ms) s;
+            v_from := v_from + p_queue_counts[v_at];
+        ELSIF p_kinds[v_at] = 'publish' THEN
+            SELECT p.message_ids INTO v_ids FROM courier_publish_v1(
+                p_client_id, p_topic_ids[v_at], p_topic_names[v_at], p_bodies[v_at],
+                p_receivers[v_at], p_priorities[v_at], p_contexts[v_at], p_max_body_bytes,
+                p_delays[v_at], p_ttls[v_at], p_dedup_ids[v_at], p_dedup_window_ms) p;
+        ELSIF p_kinds[v_at] = 'ack' THEN
+            PERFORM courier_ack_v1(p_client_id, p_deliveries[v_at]);
+            v_ids := '{}';
+        ELSE
+            PERFORM courier_fail_v1(10, format('operation kind %s is unknown', p_kinds[v_at]));
+        END IF;
+        operation := v_at;
+        message_ids := v_ids;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN NEXT;
+    END LOOP;
+EXCEPTION WHEN OTHERS THEN
+    IF SQLSTATE NOT LIKE 'CQ%' THEN
+        RAISE;
+    END IF;
+    GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
+    RAISE EXCEPTION USING
+        ERRCODE = SQLSTATE,
+        MESSAGE = format('operation %s of the transaction: %s', v_at, SQLERRM),
+        DETAIL = coalesce(v_detail, '');
 END;
 $$;
