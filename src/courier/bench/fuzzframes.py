@@ -156,7 +156,7 @@ def topic_requests(targets: Targets) -> list[frames.Request]:
         topic = f"{name}-topic"
         found += [
             frames.CreateTopic(topic), frames.GetTopic(None, topic),
-            frames.Subscribe(None, topic, None, durable=False),
+            frames.Subscribe(None, topic, "fuzz-fleeting", durable=False),
             frames.Subscribe(None, topic, "fuzz", durable=True),
             frames.Publish(None, topic, b"hi", None, 5, None),
             frames.Publish(None, topic, b"later", None, 9, -1, 10, 60_000, "fuzz"),
