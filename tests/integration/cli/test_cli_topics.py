@@ -28,6 +28,8 @@ def test_publish_reaches_a_durable_subscription_read_as_a_queue(
     listed = as_json(courier("topic", "list", "--as", alice, "--json"))
     (mine,) = [topic for topic in listed if topic["name"] == news]
     assert [s["backlog"] for s in mine["subscriptions"]] == [1]
+    table = ok(courier("topic", "show", news, "--as", alice)).stdout
+    assert f"{news}:{bob}" in table and "durable" in table
     assert "extra! extra!" in ok(courier("receive", f"{news}:{bob}", "--as", bob)).stdout
     ok(courier("unsubscribe", f"{news}:{bob}", "--as", bob))
     said = ok(courier("publish", news, "again", "--as", alice)).stdout
