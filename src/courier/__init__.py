@@ -21,7 +21,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from courier import errors
-from courier.models import ClientInfo, ClientMode, Message, Order, Queue, Settled
+from courier.models import (
+    ClientInfo,
+    ClientMode,
+    Message,
+    Order,
+    Queue,
+    Settled,
+    Subscription,
+    Topic,
+)
 
 if TYPE_CHECKING:
     from courier.client import AsyncClient, CallRecord, Client, Outgoing
@@ -39,6 +48,8 @@ __all__ = [
     "Outgoing",
     "Queue",
     "Settled",
+    "Subscription",
+    "Topic",
     "__version__",
     "errors",
 ]

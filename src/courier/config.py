@@ -45,7 +45,11 @@ class Limits:
     waiting at once."""
     max_batch_bytes: int = 1024 * 1024
     """Bytes of message bodies one SEND_MANY may carry, and one RECEIVE_MANY answer
-    (at least one message always goes, however large)."""
+    (at least one message always goes, however large); also one transaction."""
+    max_transaction_operations: int = 100
+    """Sends, publishes and acks one transaction may carry."""
+    max_transaction_age: float = 60.0
+    """Seconds a transaction may stay open before its COMMIT; an older one is refused."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,9 @@ is its default message.
     ├── InternalError          INTERNAL
     ├── LeaseExpired           LEASE_EXPIRED
     ├── QuotaExceeded          QUOTA_EXCEEDED
+    ├── TopicNotFound          TOPIC_NOT_FOUND
+    ├── TopicExists            TOPIC_EXISTS
+    ├── TransactionExpired     TRANSACTION_EXPIRED
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
     │   └── TlsError           (local: TLS set up wrong, or a handshake failed)
@@ -57,6 +60,10 @@ class Status(enum.IntEnum):
     INTERNAL = 16
     LEASE_EXPIRED = 17
     QUOTA_EXCEEDED = 18
+    # The 0x30 block, beside the topic opcodes 0x30-0x3F.
+    TOPIC_NOT_FOUND = 48
+    TOPIC_EXISTS = 49
+    TRANSACTION_EXPIRED = 50
 
 
 class CourierError(Exception):
@@ -190,6 +197,24 @@ class QuotaExceeded(CourierError):
     status = Status.QUOTA_EXCEEDED
 
 
+class TopicNotFound(CourierError):
+    """Topic does not exist."""
+
+    status = Status.TOPIC_NOT_FOUND
+
+
+class TopicExists(CourierError):
+    """Topic exists."""
+
+    status = Status.TOPIC_EXISTS
+
+
+class TransactionExpired(CourierError):
+    """The transaction was open too long: nothing of it was applied."""
+
+    status = Status.TRANSACTION_EXPIRED
+
+
 class ProtocolError(CourierError):
     """Bytes on the connection are not a valid Courier frame."""
 
@@ -237,6 +262,9 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         InternalError,
         LeaseExpired,
         QuotaExceeded,
+        TopicNotFound,
+        TopicExists,
+        TransactionExpired,
     )
 }
 
@@ -244,6 +272,11 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
 def in_batch(number: int, exc: CourierError) -> CourierError:
     """The same error, naming the message of a batch it is about (numbered from 1)."""
     return type(exc)(f"message {number} of the batch: {exc.message}")
+
+
+def in_transaction(number: int, exc: CourierError) -> CourierError:
+    """The same error, naming the operation of a transaction it is about (from 1)."""
+    return type(exc)(f"operation {number} of the transaction: {exc.message}")
 
 
 def for_status(status: int, message: str | None = None) -> CourierError:

@@ -42,6 +42,28 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Subscription:
+    """A subscription to a topic: a queue of its own (``queue``, ``queue_name``) that
+    gets a copy of every message published to the topic, read like any queue."""
+
+    queue: int
+    queue_name: str
+    topic: int
+    name: str
+    durable: bool
+    subscriber: int
+    backlog: int = 0
+    """Visible messages waiting in the queue, counted up to 10,000."""
+
+
+@dataclass(frozen=True, slots=True)
+class Topic:
+    id: int
+    name: str
+    subscriptions: tuple[Subscription, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class QueueSettings:
     """How a queue treats messages that fail: after ``max_deliveries`` deliveries a
     message moves to ``dead_letter_queue`` (or is dropped without one), and with

@@ -20,6 +20,8 @@ PUBLIC = {
     "Outgoing",
     "Queue",
     "Settled",
+    "Subscription",
+    "Topic",
     "__version__",
     "errors",
 }

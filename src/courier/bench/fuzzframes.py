@@ -146,6 +146,28 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
         drafts = (models.Draft(body), models.Draft(body, clients[0], 9, 4, 10, 60_000, "fuzz"))
         found.append(frames.SendMany(tuple(chosen), drafts * (index + 1)))
     found += [frames.AckMany((1, 2, 3)), frames.NackMany((4, 5), 100, "fuzz")]
+    return found + topic_requests(targets)
+
+
+def topic_requests(targets: Targets) -> list[frames.Request]:
+    """The topic requests and commits, on topics named after the fuzzers' own queues."""
+    queue = targets.queue_ids[0]
+    found: list[frames.Request] = [
+        frames.ListTopics(), frames.Unsubscribe(queue),
+        frames.Commit(5, (frames.Send((queue,), b"tx", None, 5, None), frames.Ack(1))),
+        frames.Commit(0, (frames.Send((queue,), b"tx", None, 7, 2, 10, 60_000, "fuzz-tx"),)),
+    ]  # fmt: skip
+    for name in targets.queue_names:
+        topic = f"{name}-topic"
+        found += [
+            frames.CreateTopic(topic), frames.GetTopic(None, topic),
+            frames.Subscribe(None, topic, "fuzz-fleeting", durable=False),
+            frames.Subscribe(None, topic, "fuzz", durable=True),
+            frames.Publish(None, topic, b"hi", None, 5, None),
+            frames.Publish(None, topic, b"later", None, 9, -1, 10, 60_000, "fuzz"),
+            frames.Commit(1, (frames.Publish(None, topic, b"in a tx", None, 5, None),)),
+            frames.DeleteTopic(None, topic),
+        ]  # fmt: skip
     return found
 
 

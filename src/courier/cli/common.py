@@ -28,6 +28,7 @@ Exit codes (stable; a subclass not listed exits like its parent):
     12  NotAuthorised (NotLoggedIn)                 13  Unavailable
     14  ConnectionLost (also: no server reachable)  15  RequestTimeout
     16  ProtocolError       17  QuotaExceeded      18  LeaseExpired
+    19  TopicNotFound       20  TopicExists
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ EXIT_CODES: dict[type[errors.CourierError], int] = {
     errors.ProtocolError: 16,
     errors.QuotaExceeded: 17,
     errors.LeaseExpired: 18,
+    errors.TopicNotFound: 19,
+    errors.TopicExists: 20,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-from courier import config, errors, localstate
+from courier import config, errors, localstate, protocol
 from courier.cli.options import data_dir_option, shared_option
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -119,6 +119,20 @@ DEFAULTS = config.ServerSettings()
     help="Bytes of bodies one batch send may carry, and one batch read answer.",
 )
 @click.option(
+    "--max-transaction-operations",
+    type=click.IntRange(min=1, max=protocol.MAX_TRANSACTION_OPERATIONS),
+    default=DEFAULTS.limits.max_transaction_operations,
+    show_default=True,
+    help="Sends, publishes and acks one transaction may carry.",
+)
+@click.option(
+    "--max-transaction-age",
+    type=click.FloatRange(min=0, min_open=True),
+    default=DEFAULTS.limits.max_transaction_age,
+    show_default=True,
+    help="Seconds a transaction may stay open; an older one is refused at its commit.",
+)
+@click.option(
     "--dedup-window",
     default=DEFAULTS.limits.dedup_window,
     show_default=True,
@@ -220,6 +234,8 @@ def serve(
     max_wait: float,
     max_waits_per_connection: int,
     max_batch_bytes: int,
+    max_transaction_operations: int,
+    max_transaction_age: float,
     dedup_window: float,
     heartbeat_interval: float,
     notify_check: float,
@@ -267,6 +283,8 @@ def serve(
             max_wait=max_wait,
             max_waits_per_connection=max_waits_per_connection,
             max_batch_bytes=max_batch_bytes,
+            max_transaction_operations=max_transaction_operations,
+            max_transaction_age=max_transaction_age,
         ),
         heartbeat_interval=heartbeat_interval,
         notify_check=notify_check,

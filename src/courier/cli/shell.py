@@ -19,7 +19,7 @@ from pathlib import Path
 import click
 
 from courier import errors, localstate
-from courier.cli import client_commands, common
+from courier.cli import client_commands, common, topic_commands
 from courier.client import sync_client
 
 HISTORY_LENGTH = 1000
@@ -38,6 +38,10 @@ COMMANDS: dict[str, click.Command] = {
     "queue": client_commands.queue,
     "register": client_commands.register,
     "ping": client_commands.ping,
+    "topic": topic_commands.topic,
+    "subscribe": topic_commands.subscribe,
+    "unsubscribe": topic_commands.unsubscribe,
+    "publish": topic_commands.publish,
 }
 
 BUILTINS = ("help", "whoami", "quit", "exit")

@@ -21,7 +21,16 @@ from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
 from courier import config, errors, models, protocol, scram
-from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session
+from courier.client import (
+    arguments,
+    batches,
+    clock,
+    measurement_hook,
+    queue_refs,
+    session,
+    topics,
+    transactions,
+)
 
 Servers = arguments.Servers
 
@@ -40,7 +49,7 @@ class ClientOptions(TypedDict, total=False):
     ca: str | Path | None
 
 
-class AsyncClient:
+class AsyncClient(topics.TopicMethods):
     """A Courier client: one connection at a time, failing over across ``servers``."""
 
     def __init__(
@@ -210,6 +219,12 @@ class AsyncClient:
     ) -> None:
         await self.close()
 
+    def transaction(self) -> transactions.Transaction:
+        """A transaction: sends, publishes and acks buffered, then committed all or
+        none (``async with client.transaction() as tx: tx.send(...)``; see
+        ``courier.client.transactions``)."""
+        return transactions.Transaction(self._session, self._queues)
+
     # -- queues ----------------------------------------------------------------------
 
     async def create_queue(self, name: str) -> models.Queue:
@@ -239,6 +254,8 @@ class AsyncClient:
         """The queue with its current message count. QueueNotFound."""
         if isinstance(name_or_id, models.Queue):
             name_or_id = name_or_id.id
+        elif isinstance(name_or_id, models.Subscription):
+            name_or_id = name_or_id.queue
         if isinstance(name_or_id, str):
             request = protocol.GetQueue(queue_id=None, name=name_or_id)
         else:

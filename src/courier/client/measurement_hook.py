@@ -90,6 +90,8 @@ def message_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, 
         return (message.id,), (message.queue,)
     if isinstance(reply, protocol.MessageIdsReply) and isinstance(request, protocol.Send):
         return reply.ids, request.queue_ids
+    if isinstance(reply, protocol.PublishReply):
+        return reply.message_ids, reply.queue_ids
     return _batch_ids(request, reply)
 
 

@@ -12,15 +12,16 @@ from typing import TypeAlias, TypeVar
 
 from courier import errors, models
 
-QueueRef: TypeAlias = int | str | models.Queue
-"""A queue by id (int), by name (str) or as returned by the client (Queue)."""
+QueueRef: TypeAlias = int | str | models.Queue | models.Subscription
+"""A queue by id (int), by name (str) or as returned by the client (Queue), or a
+subscription's queue (Subscription)."""
 
 T = TypeVar("T")
 
 
 def as_list(queues: QueueRef | Sequence[QueueRef]) -> list[QueueRef]:
     """One queue or several, as a list."""
-    if isinstance(queues, int | str | models.Queue):
+    if isinstance(queues, int | str | models.Queue | models.Subscription):
         return [queues]
     return list(queues)
 
@@ -29,6 +30,8 @@ def describe(ref: QueueRef) -> str:
     """How an error message names the queue: ``queue 'jobs'`` or ``queue 42``."""
     if isinstance(ref, models.Queue):
         return f"queue {ref.name!r}"
+    if isinstance(ref, models.Subscription):
+        return f"queue {ref.queue_name!r}"
     return f"queue {ref!r}"
 
 
@@ -75,6 +78,8 @@ class QueueNames:
     async def id(self, ref: QueueRef) -> int:
         if isinstance(ref, models.Queue):
             return ref.id
+        if isinstance(ref, models.Subscription):
+            return ref.queue
         if isinstance(ref, int):
             return ref
         known = self._ids.get(ref)

@@ -111,6 +111,26 @@ class Session:
         self._credentials = credentials
         return client
 
+    def connection_now(self) -> connection.Connection | None:
+        """The open connection, if any (a transaction commits only on the one it
+        began on)."""
+        current = self._connection
+        return current if current is not None and not current.closed else None
+
+    async def call_pinned(
+        self, link: connection.Connection | None, request: protocol.Request, expected: type[ReplyT]
+    ) -> ReplyT:
+        """``call`` on ``link`` only: ConnectionLost, sending nothing, once it is gone."""
+        return await self._call_on(self.check_pinned(link), request, expected)
+
+    def check_pinned(self, link: connection.Connection | None) -> connection.Connection:
+        """``link``, if it is still this session's open connection; else ConnectionLost."""
+        if link is None or link.closed or link is not self._connection:
+            raise errors.ConnectionLost(
+                "the connection was lost while the transaction was open: nothing of it was applied"
+            )
+        return link
+
     async def call(
         self, request: protocol.Request, expected: type[ReplyT], *, wait: float = 0.0
     ) -> ReplyT:

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from courier import errors
-from courier.client import async_client
+from courier.client import async_client, transactions
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -127,6 +127,11 @@ class Client:
     ) -> None:
         self.close()
 
+    def transaction(self) -> Transaction:
+        """A transaction (``with client.transaction() as tx: tx.send(...)``): sends,
+        publishes and acks buffered, then committed all or none."""
+        return Transaction(self._thread, self.async_client.transaction())
+
     open = blocking(async_client.AsyncClient.open)
     register = blocking(async_client.AsyncClient.register)
     login = blocking(async_client.AsyncClient.login)
@@ -155,6 +160,46 @@ class Client:
     pop_many = blocking(async_client.AsyncClient.pop_many)
     ack_many = blocking(async_client.AsyncClient.ack_many)
     nack_many = blocking(async_client.AsyncClient.nack_many)
+    create_topic = blocking(async_client.AsyncClient.create_topic)
+    delete_topic = blocking(async_client.AsyncClient.delete_topic)
+    get_topic = blocking(async_client.AsyncClient.get_topic)
+    list_topics = blocking(async_client.AsyncClient.list_topics)
+    subscribe = blocking(async_client.AsyncClient.subscribe)
+    unsubscribe = blocking(async_client.AsyncClient.unsubscribe)
+    publish = blocking(async_client.AsyncClient.publish)
+
+
+class Transaction:
+    """The blocking face of ``transactions.Transaction``: the operations are buffered
+    as they are; commit and rollback run on the client's loop."""
+
+    def __init__(self, thread: LoopThread, transaction: transactions.Transaction) -> None:
+        self._thread = thread
+        self.transaction = transaction
+        self.send = transaction.send
+        self.publish = transaction.publish
+        self.ack = transaction.ack
+
+    @property
+    def results(self) -> list[list[int]] | None:
+        return self.transaction.results
+
+    def commit(self) -> list[list[int]]:
+        return self._thread.run(self.transaction.commit())
+
+    def rollback(self) -> None:
+        self._thread.run(self.transaction.rollback())
+
+    def __enter__(self) -> Transaction:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if kind is None:
+            self.commit()
+        else:
+            self.rollback()
 
 
 async def _build(

@@ -34,6 +34,10 @@ async def queues(request: Request) -> JSONResponse:
     return as_json(await data.queue_list(state.of(request), request.query_params))
 
 
+async def topics(request: Request) -> JSONResponse:
+    return as_json(await data.topic_list(state.of(request), request.query_params))
+
+
 async def queue_messages(request: Request) -> JSONResponse:
     queue_id = params.path_id(request.path_params, "queue_id")
     return as_json(await data.queue_detail(state.of(request), queue_id, request.query_params))
@@ -50,6 +54,7 @@ routes = [
     Route("/api/clients", clients, name="api_clients"),
     Route("/api/clients/{client_id:int}", client, name="api_client"),
     Route("/api/queues", queues, name="api_queues", methods=["GET"]),
+    Route("/api/topics", topics, name="api_topics"),
     Route("/api/queues/{queue_id:int}/messages", queue_messages, name="api_queue_messages"),
     Route("/api/messages/{message_id:int}", message, name="api_message", methods=["GET"]),
 ]

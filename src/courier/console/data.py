@@ -38,6 +38,12 @@ class QueueList:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicList:
+    topics: rows.Page[rows.TopicRow]
+    count_cap: int
+
+
+@dataclass(frozen=True, slots=True)
 class QueueDetail:
     """A queue and a page of its messages; ``dead_letter_sources`` are the queues
     whose dead letters come here."""
@@ -122,3 +128,9 @@ async def queue_detail(
 async def message_detail(console: state.ConsoleState, message_id: int) -> MessageDetail:
     message, whereabouts, body = await queries.message(console.pool, message_id)
     return MessageDetail(message, whereabouts, bodies.base64_text(body))
+
+
+async def topic_list(console: state.ConsoleState, query: Mapping[str, str]) -> TopicList:
+    paging = params.paging(query, console.settings.page_size)
+    cap = console.settings.count_cap
+    return TopicList(topics=await queries.topics(console.pool, paging, cap), count_cap=cap)

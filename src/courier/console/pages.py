@@ -102,6 +102,11 @@ async def queues(request: Request) -> Response:
     return render(request, "queues.html", "Queues", page, api_url(request, "/api/queues"))
 
 
+async def topics(request: Request) -> Response:
+    page = await data.topic_list(state.of(request), request.query_params)
+    return render(request, "topics.html", "Topics", page, api_url(request, "/api/topics"))
+
+
 async def queue(request: Request) -> Response:
     queue_id = params.path_id(request.path_params, "queue_id")
     page = await data.queue_detail(state.of(request), queue_id, request.query_params)
@@ -138,6 +143,7 @@ routes = [
     Route("/clients/{client_id:int}", client),
     Route("/queues", queues, methods=["GET"]),
     Route("/queues/{queue_id:int}", queue),
+    Route("/topics", topics),
     Route("/messages/{message_id:int}", message),
     Route("/admin", admin),
 ]

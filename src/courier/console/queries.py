@@ -99,6 +99,19 @@ async def clients(
     return keyset_page(records, paging.limit, client_row)
 
 
+async def topics(
+    pool: asyncpg.Pool, paging: params.Paging, count_cap: int
+) -> rows.Page[rows.TopicRow]:
+    """A page of topics (``paging.limit`` of them, with all their subscriptions)."""
+    records = await pool.fetch(sql("topics"), paging.after, paging.limit + 1, count_cap)
+    found = [rows.TopicRow(**dict(record)) for record in records]
+    topic_ids = list(dict.fromkeys(row.topic for row in found))
+    if len(topic_ids) <= paging.limit:
+        return rows.Page(items=found, next_after=None)
+    last = topic_ids[paging.limit - 1]
+    return rows.Page(items=[row for row in found if row.topic <= last], next_after=last)
+
+
 async def client(pool: asyncpg.Pool, client_id: int, count_cap: int) -> rows.ClientRow:
     record = await pool.fetchrow(sql("client"), client_id, count_cap)
     if record is None:

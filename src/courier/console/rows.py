@@ -120,6 +120,24 @@ class Whereabouts:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicRow:
+    """One subscription of a topic, or a topic without any (subscription fields None).
+    A subscription is a queue: ``backlog`` counts its visible messages, ``held`` its
+    leased and delayed ones. ``kind`` is durable or non-durable."""
+
+    topic: int
+    topic_name: str
+    queue: int | None
+    queue_name: str | None
+    subscription: str | None
+    kind: str | None
+    subscriber: int | None
+    subscriber_name: str | None
+    backlog: int | None
+    held: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     """One keyset page: ``next_after`` is the cursor for the next page, None at the end.
     ``scan_limited`` says the page stopped because it examined its budget of rows."""

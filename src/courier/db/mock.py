@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from courier import models
-from courier.db import repository
+from courier.db import repository, transactions
 
 FIXED_TIME = datetime(2024, 1, 1, tzinfo=UTC)
 FIXED_QUEUE_ID = 1
@@ -295,3 +295,80 @@ class MockBackend:
                 stable_id(client), client, models.ClientMode.READ_WRITE, online
             )
         return models.ClientInfo(client, f"client-{client}", models.ClientMode.READ_WRITE, online)
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: repository.Timing | None = None,
+    ) -> list[list[int]]:
+        return [
+            [] if isinstance(operation, transactions.AckOperation) else [FIXED_MESSAGE_ID]
+            for operation in operations
+        ]
+
+    # -- topics: one fixed subscription whose queue is the fixed queue ---------------
+
+    async def create_topic(
+        self, name: str, *, creator: int | None = None, timing: repository.Timing | None = None
+    ) -> models.Topic:
+        return models.Topic(stable_id(name), name)
+
+    async def delete_topic(
+        self, topic: int | str, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def get_topic(
+        self, topic: int | str, *, timing: repository.Timing | None = None
+    ) -> models.Topic:
+        topic_id, name = _topic_key(topic)
+        return models.Topic(topic_id, name, (_subscription(topic_id, name),))
+
+    async def list_topics(self, *, timing: repository.Timing | None = None) -> list[models.Topic]:
+        return [await self.get_topic("mock")]
+
+    async def subscribe(
+        self,
+        subscriber_id: int,
+        topic: int | str,
+        *,
+        instance_id: int,
+        name: str | None = None,
+        durable: bool = True,
+        max_queues: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> models.Subscription:
+        topic_id, topic_name = _topic_key(topic)
+        subscription = _subscription(topic_id, topic_name, name or "mock")
+        return dataclasses.replace(subscription, durable=durable, subscriber=subscriber_id)
+
+    async def unsubscribe(self, queue_id: int, *, timing: repository.Timing | None = None) -> None:
+        return None
+
+    async def publish(
+        self,
+        sender_id: int,
+        topic: int | str,
+        body: bytes,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        options: repository.SendOptions = repository.PLAIN_SEND,
+        timing: repository.Timing | None = None,
+    ) -> list[tuple[int, int]]:
+        return [(FIXED_QUEUE_ID, FIXED_MESSAGE_ID)]
+
+
+def _topic_key(topic: int | str) -> tuple[int, str]:
+    if isinstance(topic, str):
+        return stable_id(topic), topic
+    return topic, f"topic-{topic}"
+
+
+def _subscription(topic_id: int, topic_name: str, name: str = "mock") -> models.Subscription:
+    return models.Subscription(
+        FIXED_QUEUE_ID, f"{topic_name}:{name}", topic_id, name, True, FIXED_QUEUE_ID
+    )

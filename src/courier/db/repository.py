@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 
 from courier import config, errors, models
-from courier.db import _translate, pools
+from courier.db import _translate, pools, topic_rows, transactions
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
@@ -204,8 +204,9 @@ class Repository:
     async def logout(
         self, client_id: int, instance_id: int, *, timing: Timing | None = None
     ) -> None:
-        """Ends the session if this instance holds it; otherwise does nothing."""
-        await self._call("courier_logout_v1($1, $2)", client_id, instance_id, timing=timing)
+        """Ends the session if this instance holds it; otherwise does nothing. The
+        client's non-durable subscriptions through this instance end with it."""
+        await self._call("courier_logout_v2($1, $2)", client_id, instance_id, timing=timing)
 
     # -- instances -------------------------------------------------------------
     async def register_instance(
@@ -294,6 +295,106 @@ class Repository:
         return _queues(
             await self._call("courier_list_queues_v2($1)", MESSAGE_COUNT_CAP, timing=timing)
         )
+
+    # -- topics ----------------------------------------------------------------
+    async def create_topic(
+        self, name: str, *, creator: int | None = None, timing: Timing | None = None
+    ) -> models.Topic:
+        """TopicExists; BadRequest on an empty name."""
+        row = await self._call("courier_create_topic_v1($1, $2)", name, creator, timing=timing)
+        return models.Topic(row["id"], row["name"])
+
+    async def delete_topic(self, topic: int | str, *, timing: Timing | None = None) -> None:
+        """Deletes its subscriptions, their queues and messages too. TopicNotFound."""
+        await self._call("courier_delete_topic_v1($1, $2)", *_id_or_name(topic), timing=timing)
+
+    async def get_topic(self, topic: int | str, *, timing: Timing | None = None) -> models.Topic:
+        """By id or name, with its subscriptions and their backlogs. TopicNotFound."""
+        rows = await self._call_many(
+            "courier_topics_v1($1, $2, $3)", *_id_or_name(topic), MESSAGE_COUNT_CAP, timing=timing
+        )
+        return topic_rows.topics(rows)[0]
+
+    async def list_topics(self, *, timing: Timing | None = None) -> list[models.Topic]:
+        """Every topic by id, with its subscriptions and their backlogs."""
+        rows = await self._call_many(
+            "courier_topics_v1(NULL, NULL, $1)", MESSAGE_COUNT_CAP, timing=timing
+        )
+        return topic_rows.topics(rows)
+
+    async def subscribe(
+        self,
+        subscriber_id: int,
+        topic: int | str,
+        *,
+        instance_id: int,
+        name: str | None = None,
+        durable: bool = True,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.Subscription:
+        """A new subscription and its queue, or the durable one of that name resumed.
+        TopicNotFound; QueueExists on another clash of names; QuotaExceeded."""
+        row = await self._call(
+            "courier_subscribe_v1($1, $2, $3, $4, $5, $6, $7)",
+            subscriber_id, *_id_or_name(topic), name, durable, instance_id, max_queues,
+            timing=timing,
+        )  # fmt: skip
+        return topic_rows.subscription(row)
+
+    async def unsubscribe(self, queue_id: int, *, timing: Timing | None = None) -> None:
+        """Ends the subscription with this queue, deleting the queue. QueueNotFound."""
+        await self._call("courier_unsubscribe_v1($1)", queue_id, timing=timing)
+
+    async def publish(
+        self,
+        sender_id: int,
+        topic: int | str,
+        body: bytes,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        options: SendOptions = PLAIN_SEND,
+        timing: Timing | None = None,
+    ) -> list[tuple[int, int]]:
+        """A copy in every subscription's queue, all or none: (queue id, message id)
+        per copy, by queue id; empty without subscriptions. TopicNotFound, and the
+        failures of ``send``."""
+        self._check_message(body, priority)
+        row = await self._call(
+            "courier_publish_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            sender_id, *_id_or_name(topic), body, receiver, priority, context,
+            self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
+            self._dedup_window_ms,
+            timing=timing,
+        )  # fmt: skip
+        return list(zip(row["queue_ids"], row["message_ids"], strict=True))
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]:
+        """Apply the operations in order, all or none; per operation the ids it
+        stored. The first failure undoes everything and is raised as its own error,
+        naming the operation (numbered from 1)."""
+        for number, operation in enumerate(operations, 1):
+            if not isinstance(operation, transactions.AckOperation):
+                try:
+                    self._check_message(operation.body, operation.priority)
+                except errors.CourierError as exc:
+                    raise errors.in_transaction(number, exc) from None
+        rows = await self._call_many(
+            "courier_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14, $15, $16)",
+            client_id, *transactions.arguments(operations), self.limits.max_body_bytes,
+            self._dedup_window_ms,
+            timing=timing,
+        )  # fmt: skip
+        return [list(row["message_ids"]) for row in sorted(rows, key=lambda r: r["operation"])]
 
     # -- messages --------------------------------------------------------------
     async def send(

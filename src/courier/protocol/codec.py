@@ -19,6 +19,10 @@ SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
     frames.LoginChallenge: Opcode.LOGIN_START,
     frames.LoginReply: Opcode.LOGIN_PROOF,
+    frames.SubscriptionReply: Opcode.SUBSCRIBE,
+    frames.PublishReply: Opcode.PUBLISH,
+    frames.CommitReply: Opcode.COMMIT,
+    frames.TopicListReply: Opcode.LIST_TOPICS,
     frames.ErrorReply: constants.NO_OPCODE,
 }
 

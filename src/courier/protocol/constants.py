@@ -36,6 +36,12 @@ MAX_BATCH_MESSAGES = 1000
 """Messages (or deliveries) one SEND_MANY, RECEIVE_MANY, ACK_MANY or NACK_MANY may
 carry; a count above it is refused before anything else of the frame is read."""
 
+MAX_TRANSACTION_OPERATIONS = 1000
+"""Operations one COMMIT may carry on the wire (servers take fewer by default)."""
+
+TRANSACTION_OPERATIONS = frozenset({0x20, 0x36, 0x25})
+"""What a COMMIT may carry: SEND, PUBLISH and ACK, each in its own request layout."""
+
 BATCH_ITEM_OVERHEAD_BYTES = 128
 """Room per message of a SEND_MANY for its fields besides the body."""
 
@@ -101,6 +107,14 @@ class Opcode(enum.IntEnum):
     RECEIVE_MANY = 0x29
     ACK_MANY = 0x2A
     NACK_MANY = 0x2B
+    CREATE_TOPIC = 0x30
+    DELETE_TOPIC = 0x31
+    GET_TOPIC = 0x32
+    LIST_TOPICS = 0x33
+    SUBSCRIBE = 0x34
+    UNSUBSCRIBE = 0x35
+    PUBLISH = 0x36
+    COMMIT = 0x37
 
 
 PRE_LOGIN_OPCODES = frozenset(

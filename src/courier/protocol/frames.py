@@ -271,6 +271,75 @@ class NackMany:
     reason: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CreateTopic:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    """Delete a topic (by id or by name: exactly one), its subscriptions and their queues."""
+
+    topic_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GetTopic:
+    """Look a topic up, with its subscriptions, by id or by name: exactly one."""
+
+    topic_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ListTopics:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Subscribe:
+    """Subscribe to a topic (by id or by name: exactly one) under ``subscription``
+    (None: the server picks a name); a non-durable one ends with the session."""
+
+    topic_id: int | None
+    topic_name: str | None
+    subscription: str | None
+    durable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Unsubscribe:
+    """End the subscription whose queue this is; the queue goes with it."""
+
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Publish:
+    """Store a copy of the message in every subscription of the topic, all or none;
+    the other fields as for Send."""
+
+    topic_id: int | None
+    topic_name: str | None
+    body: bytes
+    receiver: int | None
+    priority: int
+    context: int | None
+    delay_ms: int = 0
+    ttl_ms: int | None = None
+    dedup_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Apply every operation, all or none, in order: the first that fails undoes the
+    rest. ``age_ms`` is how long the client kept the transaction open."""
+
+    age_ms: int
+    operations: tuple[Send | Publish | Ack, ...]
+
+
 # --- replies --------------------------------------------------------------------
 
 
@@ -354,6 +423,38 @@ class SettledReply:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicReply:
+    topic: models.Topic
+
+
+@dataclass(frozen=True, slots=True)
+class TopicListReply:
+    topics: tuple[models.Topic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionReply:
+    subscription: models.Subscription
+
+
+@dataclass(frozen=True, slots=True)
+class PublishReply:
+    """The copies a PUBLISH stored: the subscriptions' queues (ascending) and, in the
+    same order, the message id in each. Both empty: the topic had no subscription."""
+
+    queue_ids: tuple[int, ...]
+    message_ids: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitReply:
+    """Per operation of a COMMIT, in order, the ids it stored (a send's per queue, a
+    publish's per subscription; none for an ack)."""
+
+    results: tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorReply:
     """A failed request: any opcode may be answered with one."""
 
@@ -391,6 +492,14 @@ Request: TypeAlias = (
     | ReceiveMany
     | AckMany
     | NackMany
+    | CreateTopic
+    | DeleteTopic
+    | GetTopic
+    | ListTopics
+    | Subscribe
+    | Unsubscribe
+    | Publish
+    | Commit
 )
 
 Reply: TypeAlias = (
@@ -407,6 +516,11 @@ Reply: TypeAlias = (
     | BatchIdsReply
     | MessagesReply
     | SettledReply
+    | TopicReply
+    | TopicListReply
+    | SubscriptionReply
+    | PublishReply
+    | CommitReply
     | ErrorReply
 )
 
@@ -437,6 +551,14 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.RECEIVE_MANY: ReceiveMany,
     Opcode.ACK_MANY: AckMany,
     Opcode.NACK_MANY: NackMany,
+    Opcode.CREATE_TOPIC: CreateTopic,
+    Opcode.DELETE_TOPIC: DeleteTopic,
+    Opcode.GET_TOPIC: GetTopic,
+    Opcode.LIST_TOPICS: ListTopics,
+    Opcode.SUBSCRIBE: Subscribe,
+    Opcode.UNSUBSCRIBE: Unsubscribe,
+    Opcode.PUBLISH: Publish,
+    Opcode.COMMIT: Commit,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -466,6 +588,14 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.RECEIVE_MANY: MessagesReply,
     Opcode.ACK_MANY: SettledReply,
     Opcode.NACK_MANY: SettledReply,
+    Opcode.CREATE_TOPIC: TopicReply,
+    Opcode.DELETE_TOPIC: Done,
+    Opcode.GET_TOPIC: TopicReply,
+    Opcode.LIST_TOPICS: TopicListReply,
+    Opcode.SUBSCRIBE: SubscriptionReply,
+    Opcode.UNSUBSCRIBE: Done,
+    Opcode.PUBLISH: PublishReply,
+    Opcode.COMMIT: CommitReply,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

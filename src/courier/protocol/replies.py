@@ -65,6 +65,52 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             writer.u16(len(settled), "len(settled)")
             for one in settled:
                 write_settled(writer, one)
+        case _:
+            write_pubsub_reply(writer, reply)
+
+
+def write_pubsub_reply(writer: wire.Writer, reply: frames.Reply) -> None:
+    """The replies of the 0x30 block: topics and COMMIT."""
+    match reply:
+        case frames.TopicReply(topic=topic):
+            write_topic(writer, topic)
+        case frames.TopicListReply(topics=topics):
+            writer.u32(len(topics), "len(topics)")
+            for topic in topics:
+                write_topic(writer, topic)
+        case frames.SubscriptionReply(subscription=subscription):
+            write_subscription(writer, subscription)
+        case frames.CommitReply(results=results):
+            writer.u16(len(results), "len(results)")
+            for ids in results:
+                writer.u16(len(ids), "len(results[])")
+                for message_id in ids:
+                    writer.i64(message_id, "results[][]")
+        case frames.PublishReply(queue_ids=queue_ids, message_ids=message_ids):
+            if len(queue_ids) != len(message_ids):
+                raise writer.fail("a publish has one message id per queue")
+            writer.u16(len(queue_ids), "len(copies)")
+            for queue_id, message_id in zip(queue_ids, message_ids, strict=True):
+                writer.i64(queue_id, "queue_ids[]")
+                writer.i64(message_id, "message_ids[]")
+
+
+def write_topic(writer: wire.Writer, topic: models.Topic) -> None:
+    writer.i64(topic.id, "topic.id")
+    writer.name(topic.name, "topic.name")
+    writer.u16(len(topic.subscriptions), "len(topic.subscriptions)")
+    for subscription in topic.subscriptions:
+        write_subscription(writer, subscription)
+
+
+def write_subscription(writer: wire.Writer, subscription: models.Subscription) -> None:
+    writer.i64(subscription.queue, "subscription.queue")
+    writer.name(subscription.queue_name, "subscription.queue_name")
+    writer.i64(subscription.topic, "subscription.topic")
+    writer.name(subscription.name, "subscription.name")
+    writer.boolean(subscription.durable, "subscription.durable")
+    writer.i64(subscription.subscriber, "subscription.subscriber")
+    writer.i64(subscription.backlog, "subscription.backlog")
 
 
 def write_error(writer: wire.Writer, reply: frames.ErrorReply) -> None:
@@ -343,6 +389,52 @@ def read_settled_reply(reader: wire.Reader) -> frames.SettledReply:
     return frames.SettledReply(settled=tuple(read_settled(reader) for _ in range(count)))
 
 
+def read_subscription(reader: wire.Reader) -> models.Subscription:
+    return models.Subscription(
+        queue=reader.i64("subscription.queue"),
+        queue_name=reader.name("subscription.queue_name"),
+        topic=reader.i64("subscription.topic"),
+        name=reader.name("subscription.name"),
+        durable=reader.boolean("subscription.durable"),
+        subscriber=reader.i64("subscription.subscriber"),
+        backlog=reader.i64("subscription.backlog"),
+    )
+
+
+def read_topic(reader: wire.Reader) -> models.Topic:
+    topic_id, name = reader.i64("topic.id"), reader.name("topic.name")
+    count = reader.u16("len(topic.subscriptions)")
+    return models.Topic(topic_id, name, tuple(read_subscription(reader) for _ in range(count)))
+
+
+def read_topic_reply(reader: wire.Reader) -> frames.TopicReply:
+    return frames.TopicReply(topic=read_topic(reader))
+
+
+def read_topic_list(reader: wire.Reader) -> frames.TopicListReply:
+    count = reader.u32("len(topics)")
+    return frames.TopicListReply(topics=tuple(read_topic(reader) for _ in range(count)))
+
+
+def read_subscription_reply(reader: wire.Reader) -> frames.SubscriptionReply:
+    return frames.SubscriptionReply(subscription=read_subscription(reader))
+
+
+def read_publish_reply(reader: wire.Reader) -> frames.PublishReply:
+    pairs = [(reader.i64("queue_ids[]"), reader.i64("message_ids[]"))
+             for _ in range(reader.u16("len(copies)"))]  # fmt: skip
+    return frames.PublishReply(
+        queue_ids=tuple(queue for queue, _ in pairs), message_ids=tuple(m for _, m in pairs)
+    )
+
+
+def read_commit_reply(reader: wire.Reader) -> frames.CommitReply:
+    def ids() -> tuple[int, ...]:
+        return tuple(reader.i64("results[][]") for _ in range(reader.u16("len(results[])")))
+
+    return frames.CommitReply(results=tuple(ids() for _ in range(reader.u16("len(results)"))))
+
+
 PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]] = {
     frames.Pong: read_pong,
     frames.ClientReply: read_client_reply,
@@ -357,6 +449,11 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.BatchIdsReply: read_batch_ids,
     frames.MessagesReply: read_messages_reply,
     frames.SettledReply: read_settled_reply,
+    frames.TopicReply: read_topic_reply,
+    frames.TopicListReply: read_topic_list,
+    frames.SubscriptionReply: read_subscription_reply,
+    frames.PublishReply: read_publish_reply,
+    frames.CommitReply: read_commit_reply,
 }
 
 READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {

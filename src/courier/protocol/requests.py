@@ -16,7 +16,10 @@ BY_NAME = 2
 def write_request(writer: wire.Writer, request: frames.Request) -> None:
     """Append the body of ``request`` (the header is the caller's business)."""
     match request:
-        case frames.Ping() | frames.Logout() | frames.ListQueues() | frames.QueuesForMe():
+        case (
+            frames.Ping() | frames.Logout() | frames.ListQueues() | frames.QueuesForMe()
+            | frames.ListTopics()
+        ):  # fmt: skip
             pass
         case frames.Register(name=name, mode=mode, verifier=verifier):
             writer.name(name, "name")
@@ -75,6 +78,55 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             write_deliveries(writer, delivery_ids)
             writer.u32(delay_ms, "delay_ms")
             writer.optional_name(reason, "reason")
+        case _:
+            write_pubsub_request(writer, request)
+
+
+def write_pubsub_request(writer: wire.Writer, request: frames.Request) -> None:
+    """The requests of the 0x30 block: topics and COMMIT."""
+    match request:
+        case frames.CreateTopic(name=name):
+            writer.name(name, "name")
+        case frames.DeleteTopic(topic_id=topic_id, name=name):
+            write_lookup(writer, topic_id, name, "topic_id")
+        case frames.GetTopic(topic_id=topic_id, name=name):
+            write_lookup(writer, topic_id, name, "topic_id")
+        case frames.Subscribe():
+            write_lookup(writer, request.topic_id, request.topic_name, "topic_id")
+            writer.optional_name(request.subscription, "subscription")
+            writer.boolean(request.durable, "durable")
+        case frames.Unsubscribe(queue_id=queue_id):
+            writer.i64(queue_id, "queue_id")
+        case frames.Publish():
+            write_publish(writer, request)
+        case frames.Commit():
+            write_commit(writer, request)
+
+
+def write_commit(writer: wire.Writer, commit: frames.Commit) -> None:
+    """Each operation is its opcode, then its body as that request's."""
+    count = len(commit.operations)
+    if count > constants.MAX_TRANSACTION_OPERATIONS:
+        raise writer.fail(
+            f"len(operations)={count}: a transaction holds at most"
+            f" {constants.MAX_TRANSACTION_OPERATIONS}"
+        )
+    writer.u32(commit.age_ms, "age_ms")
+    writer.u16(count, "len(operations)")
+    for operation in commit.operations:
+        writer.u8(frames.opcode_of(operation), "operations[].opcode")
+        write_request(writer, operation)
+
+
+def write_publish(writer: wire.Writer, publish: frames.Publish) -> None:
+    write_lookup(writer, publish.topic_id, publish.topic_name, "topic_id")
+    writer.optional_id(publish.receiver, "receiver")
+    writer.u8(publish.priority, "priority")
+    writer.optional_i64(publish.context, "context")
+    writer.blob(publish.body, "body")
+    writer.u32(publish.delay_ms, "delay_ms")
+    writer.optional_u32(publish.ttl_ms, "ttl_ms")
+    writer.optional_name(publish.dedup_id, "dedup_id")
 
 
 def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: str) -> None:
@@ -372,6 +424,67 @@ def read_nack_many(reader: wire.Reader) -> frames.NackMany:
     )
 
 
+def read_create_topic(reader: wire.Reader) -> frames.CreateTopic:
+    return frames.CreateTopic(name=reader.name("name"))
+
+
+def read_delete_topic(reader: wire.Reader) -> frames.DeleteTopic:
+    return frames.DeleteTopic(*read_lookup(reader, "topic_id"))
+
+
+def read_get_topic(reader: wire.Reader) -> frames.GetTopic:
+    return frames.GetTopic(*read_lookup(reader, "topic_id"))
+
+
+def read_subscribe(reader: wire.Reader) -> frames.Subscribe:
+    topic_id, topic_name = read_lookup(reader, "topic_id")
+    return frames.Subscribe(
+        topic_id=topic_id,
+        topic_name=topic_name,
+        subscription=reader.optional_name("subscription"),
+        durable=reader.boolean("durable"),
+    )
+
+
+def read_unsubscribe(reader: wire.Reader) -> frames.Unsubscribe:
+    return frames.Unsubscribe(queue_id=reader.i64("queue_id"))
+
+
+def read_publish(reader: wire.Reader) -> frames.Publish:
+    topic_id, topic_name = read_lookup(reader, "topic_id")
+    return frames.Publish(
+        topic_id=topic_id,
+        topic_name=topic_name,
+        receiver=reader.optional_id("receiver"),
+        priority=reader.u8("priority"),
+        context=reader.optional_i64("context"),
+        body=reader.blob("body"),
+        delay_ms=reader.u32("delay_ms"),
+        ttl_ms=reader.optional_u32("ttl_ms"),
+        dedup_id=reader.optional_name("dedup_id"),
+    )
+
+
+def read_commit(reader: wire.Reader) -> frames.Commit:
+    age_ms = reader.u32("age_ms")
+    count = reader.u16("len(operations)")
+    if count > constants.MAX_TRANSACTION_OPERATIONS:
+        raise reader.fail(
+            f"len(operations)={count}: a transaction holds at most"
+            f" {constants.MAX_TRANSACTION_OPERATIONS}"
+        )
+    return frames.Commit(age_ms, tuple(read_operation(reader) for _ in range(count)))
+
+
+def read_operation(reader: wire.Reader) -> frames.Send | frames.Publish | frames.Ack:
+    opcode = reader.u8("operations[].opcode")
+    if opcode not in constants.TRANSACTION_OPERATIONS:
+        raise reader.fail(f"a transaction holds SEND, PUBLISH and ACK, not opcode {opcode:#04x}")
+    operation = READERS[Opcode(opcode)](reader)
+    assert isinstance(operation, frames.Send | frames.Publish | frames.Ack)
+    return operation
+
+
 def constant(request: frames.Request) -> Callable[[wire.Reader], frames.Request]:
     """A reader for a request with an empty body."""
     return lambda reader: request
@@ -404,5 +517,13 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.RECEIVE_MANY: read_receive_many,
     Opcode.ACK_MANY: read_ack_many,
     Opcode.NACK_MANY: read_nack_many,
+    Opcode.CREATE_TOPIC: read_create_topic,
+    Opcode.DELETE_TOPIC: read_delete_topic,
+    Opcode.GET_TOPIC: read_get_topic,
+    Opcode.LIST_TOPICS: constant(frames.ListTopics()),
+    Opcode.SUBSCRIBE: read_subscribe,
+    Opcode.UNSUBSCRIBE: read_unsubscribe,
+    Opcode.PUBLISH: read_publish,
+    Opcode.COMMIT: read_commit,
 }
 """How to read each request body; the caller then checks for trailing bytes."""

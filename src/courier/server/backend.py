@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from courier import errors, models
-from courier.db import repository
+from courier.db import repository, transactions
 
 Timing = repository.Timing
 SendOptions = repository.SendOptions
@@ -191,6 +191,53 @@ class Backend(Protocol):
     ) -> models.QueueSettings: ...
 
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep: ...
+
+    async def commit(
+        self,
+        client_id: int,
+        operations: Sequence[transactions.Operation],
+        *,
+        timing: Timing | None = None,
+    ) -> list[list[int]]: ...
+
+    async def create_topic(
+        self, name: str, *, creator: int | None = None, timing: Timing | None = None
+    ) -> models.Topic: ...
+
+    async def delete_topic(self, topic: int | str, *, timing: Timing | None = None) -> None: ...
+
+    async def get_topic(
+        self, topic: int | str, *, timing: Timing | None = None
+    ) -> models.Topic: ...
+
+    async def list_topics(self, *, timing: Timing | None = None) -> list[models.Topic]: ...
+
+    async def subscribe(
+        self,
+        subscriber_id: int,
+        topic: int | str,
+        *,
+        instance_id: int,
+        name: str | None = None,
+        durable: bool = True,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.Subscription: ...
+
+    async def unsubscribe(self, queue_id: int, *, timing: Timing | None = None) -> None: ...
+
+    async def publish(
+        self,
+        sender_id: int,
+        topic: int | str,
+        body: bytes,
+        *,
+        receiver: int | None = None,
+        priority: int = models.DEFAULT_PRIORITY,
+        context: int | None = None,
+        options: SendOptions = ...,
+        timing: Timing | None = None,
+    ) -> list[tuple[int, int]]: ...
 
 
 class InstanceStore(Protocol):

@@ -19,7 +19,16 @@ from typing import Any, Protocol, TypeVar
 from courier import config, errors, models, scram
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import backend, logins, logouts, session, sweeper, waiters
+from courier.server import (
+    backend,
+    commit,
+    logins,
+    logouts,
+    session,
+    sweeper,
+    topic_handlers,
+    waiters,
+)
 
 log = logging.getLogger(__name__)
 
@@ -546,5 +555,7 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.RECEIVE_MANY: receive_many,
     Opcode.ACK_MANY: ack_many,
     Opcode.NACK_MANY: nack_many,
+    **topic_handlers.HANDLERS,
+    Opcode.COMMIT: commit.commit,
 }
 """Opcode -> handler; every request opcode has exactly one."""

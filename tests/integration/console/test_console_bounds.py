@@ -44,12 +44,14 @@ BOUNDED_QUERIES: dict[str, list[tuple[tuple[Any, ...], int]]] = {
     "dead_letter_sources": [((2,), 0)],
     "live_instances": [((), 0)],
     "message_counters": [((), 0)],
+    # Each of the page's topics has at most 3 subscriptions, each backlog counted to the cap.
+    "topics": [((0, PAGE, CAP), PAGE * 3 * (CAP + 1))],
 }
 
 # 30,000 messages, skewed like a busy system: queue 1 holds two thirds of them,
 # client 1 sent half, client 2 is the receiver of a quarter; the rest is spread thin.
 # Every tenth body is binary, queue 2 is queue 1's dead-letter queue, and 1,000 more
-# messages are held (leased or delayed).
+# messages are held (leased or delayed). 20 topics share 50 subscriptions, one per queue.
 BULK_MESSAGES = 30_000
 BULK_LOAD = f"""
 INSERT INTO courier_clients (name, mode)
@@ -69,6 +71,9 @@ INSERT INTO courier_held_messages (id, queue_id, sender_id, priority, created_at
            n % 2, now() + interval '1 hour', CASE WHEN n % 2 = 1 THEN n END,
            CASE WHEN n % 2 = 1 THEN 1 END
     FROM generate_series(1, 1000) AS n;
+INSERT INTO courier_topics (name) SELECT 'topic-' || n FROM generate_series(1, 20) AS n;
+INSERT INTO courier_subscriptions (queue_id, topic_id, name, subscriber_id, durable)
+    SELECT n, 1 + n % 20, 'sub-' || n, 1, true FROM generate_series(1, 50) AS n;
 ANALYZE;
 """
 

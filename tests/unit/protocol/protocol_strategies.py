@@ -105,6 +105,58 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
     st.builds(protocol.Extend, delivery_id=ids, lease_ms=u32s),
 )
 
+publishes = st.builds(
+    protocol.Publish,
+    topic_id=st.none(),
+    topic_name=st.text(max_size=24),
+    body=bodies,
+    receiver=optional_ids,
+    priority=u8s,
+    context=st.none() | i64s,
+    delay_ms=u32s,
+    ttl_ms=optional_u32s,
+    dedup_id=optional_names,
+) | st.builds(
+    protocol.Publish,
+    topic_id=ids,
+    topic_name=st.none(),
+    body=bodies,
+    receiver=optional_ids,
+    priority=u8s,
+    context=st.none() | i64s,
+)
+sends = st.builds(
+    protocol.Send,
+    queue_ids=st.lists(ids, max_size=3).map(tuple),
+    body=bodies,
+    receiver=optional_ids,
+    priority=u8s,
+    context=st.none() | i64s,
+)
+topic_requests: st.SearchStrategy[protocol.Request] = st.one_of(
+    st.builds(protocol.CreateTopic, name=names),
+    st.builds(protocol.DeleteTopic, topic_id=ids, name=st.none()),
+    st.builds(protocol.GetTopic, topic_id=st.none(), name=names),
+    st.just(protocol.ListTopics()),
+    st.builds(
+        protocol.Subscribe,
+        topic_id=st.none(),
+        topic_name=names,
+        subscription=optional_names,
+        durable=st.booleans(),
+    ),
+    st.builds(protocol.Unsubscribe, queue_id=ids),
+    publishes,
+    st.builds(
+        protocol.Commit,
+        age_ms=u32s,
+        operations=st.lists(
+            sends | publishes | st.builds(protocol.Ack, delivery_id=ids), max_size=4
+        ).map(tuple),
+    ),
+)
+requests = st.one_of(requests, topic_requests)
+
 error_statuses = st.sampled_from([s for s in errors.Status if s is not errors.Status.OK])
 
 typed_replies: st.SearchStrategy[protocol.Reply] = st.one_of(
@@ -116,6 +168,34 @@ typed_replies: st.SearchStrategy[protocol.Reply] = st.one_of(
     st.builds(protocol.QueueSettingsReply, settings=settings),
     st.builds(protocol.MessageIdsReply, ids=st.lists(ids, max_size=5).map(tuple)),
     st.builds(protocol.MessageReply, message=messages),
+)
+
+subscriptions = st.builds(
+    models.Subscription,
+    queue=ids,
+    queue_name=names,
+    topic=ids,
+    name=names,
+    durable=st.booleans(),
+    subscriber=ids,
+    backlog=i64s,
+)
+topics = st.builds(
+    models.Topic, id=ids, name=names, subscriptions=st.lists(subscriptions, max_size=3).map(tuple)
+)
+copies = st.lists(st.tuples(ids, ids), max_size=4)
+typed_replies = st.one_of(
+    typed_replies,
+    st.builds(protocol.TopicReply, topic=topics),
+    st.builds(protocol.TopicListReply, topics=st.lists(topics, max_size=3).map(tuple)),
+    st.builds(protocol.SubscriptionReply, subscription=subscriptions),
+    copies.map(
+        lambda pairs: protocol.PublishReply(tuple(q for q, _ in pairs), tuple(m for _, m in pairs))
+    ),
+    st.builds(
+        protocol.CommitReply,
+        results=st.lists(st.lists(ids, max_size=3).map(tuple), max_size=4).map(tuple),
+    ),
 )
 
 

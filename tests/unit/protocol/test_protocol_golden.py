@@ -33,6 +33,8 @@ NAMESPACE: dict[str, Any] = {
     "Verifier": models.Verifier,
     "bytes": bytes,
     "range": range,
+    "Topic": models.Topic,
+    "Subscription": models.Subscription,
     "Status": errors.Status,
     "datetime": datetime,
     "UTC": UTC,

@@ -575,3 +575,76 @@ LANGUAGE sql AS $$
            coalesce(p_dead_letter_expired, false), p_max_messages, p_max_bytes,
            coalesce(p_overflow, 'refuse'), 0::bigint
 $$;
+
+-- == Topics and transactions (migration 0015) ======================================
+
+CREATE FUNCTION courier_drop_subscription_queues_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION courier_lock_topic_v1(
+    p_id bigint, p_name text, p_lock text, OUT id bigint, OUT name text)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(p_name)), coalesce(p_name, 'topic')
+$$;
+
+CREATE FUNCTION courier_create_topic_v1(
+    p_name text, p_creator bigint, OUT id bigint, OUT name text, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT courier_mock_id(p_name), p_name, 0::bigint $$;
+
+CREATE FUNCTION courier_delete_topic_v1(p_id bigint, p_name text, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_topics_v1(p_id bigint, p_name text, p_count_cap integer)
+RETURNS TABLE (topic_id bigint, topic_name text, queue_id bigint, queue_name text,
+               name text, durable boolean, subscriber_id bigint, backlog bigint,
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_id, courier_mock_id(coalesce(p_name, 'topic'))),
+           coalesce(p_name, 'topic'), NULL::bigint, NULL::text, NULL::text, NULL::boolean,
+           NULL::bigint, NULL::bigint, 0::bigint
+$$;
+
+CREATE FUNCTION courier_subscribe_v1(
+    p_subscriber_id bigint, p_topic_id bigint, p_topic_name text, p_name text,
+    p_durable boolean, p_instance_id bigint, p_max_queues integer,
+    OUT queue_id bigint, OUT queue_name text, OUT topic_id bigint, OUT name text,
+    OUT durable boolean, OUT subscriber_id bigint, OUT created boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT 1::bigint, 'topic:' || coalesce(p_name, 'subscription'),
+           coalesce(p_topic_id, courier_mock_id(p_topic_name)), coalesce(p_name, 'subscription'),
+           p_durable, p_subscriber_id, true, 0::bigint
+$$;
+
+CREATE FUNCTION courier_unsubscribe_v1(p_queue_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_publish_v1(
+    p_sender_id bigint, p_topic_id bigint, p_topic_name text, p_body bytea,
+    p_receiver_id bigint, p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    OUT topic_id bigint, OUT queue_ids bigint[], OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_topic_id, courier_mock_id(p_topic_name)), ARRAY[1]::bigint[],
+           ARRAY[1]::bigint[], 0::bigint
+$$;
+
+CREATE FUNCTION courier_logout_v2(p_client_id bigint, p_instance_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_commit_v1(
+    p_client_id bigint, p_kinds text[], p_queue_counts integer[], p_queue_ids bigint[],
+    p_topic_ids bigint[], p_topic_names text[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_deliveries bigint[], p_max_body_bytes integer,
+    p_dedup_window_ms integer)
+RETURNS TABLE (operation integer, message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT k.ord::integer,
+           CASE WHEN k.kind = 'ack' THEN '{}'::bigint[] ELSE ARRAY[1]::bigint[] END, 0::bigint
+    FROM unnest(p_kinds) WITH ORDINALITY AS k(kind, ord)
+$$;
