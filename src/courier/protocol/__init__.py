@@ -18,11 +18,15 @@ from courier.protocol.constants import (
     MAX_FRAME_BYTES,
     MAX_MESSAGE_BODY_BYTES,
     MAX_NAME_BYTES,
+    MAX_PROPERTIES,
+    MAX_PROPERTY_KEY_BYTES,
+    MAX_PROPERTY_VALUE_BYTES,
     NO_OPCODE,
     PRE_LOGIN_OPCODES,
     VERSION,
     Opcode,
     frame_limit_for,
+    properties_problem,
 )
 from courier.protocol.decoder import Decoder
 from courier.protocol.exceptions import (
@@ -86,6 +90,9 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "MAX_MESSAGE_BODY_BYTES",
     "MAX_NAME_BYTES",
+    "MAX_PROPERTIES",
+    "MAX_PROPERTY_KEY_BYTES",
+    "MAX_PROPERTY_VALUE_BYTES",
     "NO_OPCODE",
     "PRE_LOGIN_OPCODES",
     "REPLY_TYPES",
@@ -138,6 +145,7 @@ __all__ = [
     "UnsupportedVersion",
     "encode",
     "frame_limit_for",
+    "properties_problem",
     "is_reply",
     "is_request",
     "opcode_of",
