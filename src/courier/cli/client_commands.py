@@ -218,8 +218,9 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
     "--jsonl",
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
-    " an object with body (or body_base64), receiver, priority, context, delay, ttl and"
-    " dedup_id; sent in batches of up to 1000 messages, each batch all or none.",
+    " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
+    " dedup_id and properties (an object of strings); sent in batches of up to 1000"
+    " messages, each batch all or none.",
 )
 @click.option("--receiver", type=int, help="Only this client id may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
@@ -227,6 +228,13 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
+@click.option(
+    "--property",
+    "properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A property the message carries to its reader; repeat for more.",
+)
 @common.client_options
 def send(
     queues: tuple[str, ...],
@@ -238,24 +246,26 @@ def send(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
+    properties: tuple[str, ...],
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
     prints the message ids."""
     names, body = (queues, None) if file is not None else (queues[:-1], queues[-1])
     if not names:
         raise click.UsageError("name at least one queue, then the body")
+    carried = batch_files.property_options(properties)
     refs = [queue_ref(name) for name in names]
     if file is not None and (jsonl or batch_files.is_jsonl(file)):
         if dedup_id is not None:
             raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
         send_lines(refs, file, receiver=receiver, priority=priority, context=context,
-                   delay=delay, ttl=ttl)  # fmt: skip
+                   delay=delay, ttl=ttl, properties=carried)  # fmt: skip
         return
     data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
             refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
-            ttl=ttl, dedup_id=dedup_id,
+            ttl=ttl, dedup_id=dedup_id, properties=carried,
         )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
@@ -498,6 +508,7 @@ def message_from_json(text: str) -> models.Message:
             priority=int(data.get("priority", models.DEFAULT_PRIORITY)),
             created_at=datetime.fromisoformat(data["created_at"]),
             body=body,
+            properties=dict(data.get("properties") or {}),
         )
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise click.BadParameter(f"not a message from `courier receive --json`: {exc}") from exc
@@ -553,6 +564,9 @@ def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> Non
     )
     if message.dead_from is not None:
         common.note(f"(dead letter from queue {message.dead_from}: {message.failure or 'failed'})")
+    if message.properties:
+        listed = ", ".join(f"{key}={value}" for key, value in message.properties.items())
+        common.say(f"properties: {listed}")
     common.say(printable_body(message.body))
     if message.delivery is not None:
         settle = "ack ID" if in_shell else "courier ack ID"

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from courier import config, errors, models
+from courier import config, errors, models, protocol
 from courier.client import connection
 
 Servers = str | Sequence[str | connection.Address]
@@ -66,6 +66,17 @@ def check_priority(priority: int) -> None:
             f"priority must be an integer from {models.MIN_PRIORITY} to {models.MAX_PRIORITY},"
             f" not {priority!r}"
         )
+
+
+def properties(value: Mapping[str, str] | None) -> dict[str, str]:
+    """A message's properties, checked against the protocol's limits (at most 64,
+    keys 1 to 255 bytes of UTF-8, values at most 4096 bytes); None means none."""
+    if value is None:
+        return {}
+    problem = protocol.properties_problem(value)
+    if problem:
+        raise errors.BadRequest(problem)
+    return dict(value)
 
 
 def body(value: bytes | bytearray | memoryview | str) -> bytes:

@@ -145,10 +145,10 @@ __all__ = [
     "UnsupportedVersion",
     "encode",
     "frame_limit_for",
-    "properties_problem",
     "is_reply",
     "is_request",
     "opcode_of",
     "parse",
+    "properties_problem",
     "reply_type",
 ]

@@ -195,7 +195,7 @@ async def test_properties_beyond_the_limits_are_refused_and_nothing_is_stored(
     with pytest.raises(errors.BadRequest, match="65 properties"):
         await repo.send(writer.id, [queue.id], b"x", options=with_properties(too_many))
     drafts = [models.Draft(b"ok"), models.Draft(b"bad", properties={"k": "v" * 4097})]
-    with pytest.raises(errors.BadRequest, match="message 2 of the batch: .*at most 4096 bytes"):
+    with pytest.raises(errors.BadRequest, match=r"message 2 of the batch: .*at most 4096 bytes"):
         await repo.send_many(writer.id, [queue.id], drafts)
     assert await stored_count(pool) == 0
 
