@@ -206,6 +206,14 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 
 # -- messages --------------------------------------------------------------------------
 
+property_option = click.option(
+    "--property",
+    "properties",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="A property the message carries to its reader (text); repeat for more.",
+)
+
 
 @click.command(cls=common.Command)
 @click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
@@ -228,13 +236,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
-@click.option(
-    "--property",
-    "properties",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A property the message carries to its reader; repeat for more.",
-)
+@property_option
 @common.client_options
 def send(
     queues: tuple[str, ...],
@@ -413,12 +415,19 @@ def extend(delivery: int, seconds: float) -> None:
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 @click.option("--receiver", type=int, help="Only this client id may take the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@property_option
 @common.client_options
 def request(
-    queue_name: str, body: str, timeout: float, receiver: int | None, priority: int
+    queue_name: str,
+    body: str,
+    timeout: float,
+    receiver: int | None,
+    priority: int,
+    properties: tuple[str, ...],
 ) -> None:
     """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
     on timeout)."""
+    carried = batch_files.property_options(properties)
     with common.client() as client:
         answer = client.request(
             queue_ref(queue_name),
@@ -426,6 +435,7 @@ def request(
             timeout=timeout,
             receiver=receiver,
             priority=priority,
+            properties=carried,
         )
     show_message(answer, how_to_reply=False)
 
@@ -437,6 +447,7 @@ def request(
 @click.option("--receiver", type=int, help="Client id of the requester.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@property_option
 @common.client_options
 def reply(
     body: str,
@@ -445,6 +456,7 @@ def reply(
     receiver: int | None,
     context: int | None,
     priority: int,
+    properties: tuple[str, ...],
 ) -> None:
     """Answer a request message with BODY.
 
@@ -455,12 +467,16 @@ def reply(
     # Read the request before logging in: piped from `courier receive --as NAME`, the
     # input ends only once that process has logged NAME out.
     request = request_to_answer(to, (queue, receiver, context))
+    carried = batch_files.property_options(properties)
     with common.client() as client:
         if request is not None:
-            message_id = client.reply(request, body, priority=priority)
+            message_id = client.reply(request, body, priority=priority, properties=carried)
         else:
             target = queue_ref(queue or "")
-            sent = client.send(target, body, receiver=receiver, priority=priority, context=context)
+            sent = client.send(
+                target, body, receiver=receiver, priority=priority, context=context,
+                properties=carried,
+            )  # fmt: skip
             message_id = sent[0]
     common.emit({"message_id": message_id}, lambda: common.say(f"sent reply {message_id}"))
 

@@ -77,3 +77,19 @@ def test_jsonl_lines_carry_properties_and_wrong_types_are_named(
             wrong.stderr
         )
     assert courier("pop", queue, "--as", me).returncode == 6
+
+
+def test_a_request_and_its_reply_carry_property_options(courier: Courier, unique: Unique) -> None:
+    asker, worker, queue = unique("asker"), unique("worker"), unique("q")
+    for name in (asker, worker):
+        ok(courier("register", name))
+    ok(courier("queue", "create", queue, "--as", asker))
+    pending = courier.spawn("request", queue, "job", "--property", "format=text", "--timeout",
+                            "20", "--as", asker)  # fmt: skip
+    request = as_json(courier("receive", queue, "--timeout", "20", "--as", worker, "--json"))
+    assert request["properties"] == {"format": "text"}
+    ok(courier("reply", "done", "--to", "-", "--property", "status=ok", "--as", worker,
+               input=json.dumps(request)))  # fmt: skip
+    out, err = pending.communicate(timeout=30)
+    assert pending.returncode == 0, err
+    assert "properties: status=ok" in out and "done" in out
