@@ -3018,9 +3018,9 @@ CREATE TYPE courier_send_group_v2 AS (
 
 -- courier_exchange_v4 with properties: every message read comes with its properties,
 -- and sends with options or properties go one by one (courier_send_v3), batch sends
--- through courier_send_many_v2. The same order: acks and plain sends (as
--- courier_exchange_v2 does them), option sends, batch sends, pops by queue, other
--- reads, batch reads. A caller with only acks and plain sends may keep calling
+-- through courier_send_many_v2. The same order: acks and plain sends (set-based, as
+-- in courier_exchange_v2), option sends, batch sends, pops by queue, other reads,
+-- batch reads. A caller with only acks and plain sends may keep calling
 -- courier_exchange_v2, which answers them alike.
 CREATE FUNCTION courier_exchange_v5(
     p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
@@ -3040,23 +3040,44 @@ RETURNS TABLE (request integer, status smallint, message text, message_ids bigin
                exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
+    v_started timestamptz := clock_timestamp();
     v_pops integer := coalesce(cardinality(p_pop_requests), 0);
     v_first integer := 1;  -- where the current group of pops starts
     v_send courier_option_send_v2;
     v_group courier_send_group_v2;
     v_pop courier_pop_group_v1;
 BEGIN
-    IF cardinality(p_ack_requests) > 0 OR cardinality(p_send_requests) > 0 THEN
+    IF cardinality(p_ack_requests) > 0 THEN
+        -- Each delivery is deleted by the first ack for it that its holder sent.
         RETURN QUERY
-        SELECT e.request, e.status, e.message, e.message_ids, NULL::bigint, NULL::bigint,
-               NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
-               NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text,
-               NULL::jsonb, e.exec_ns
-        FROM courier_exchange_v2(
-            p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
-            p_copy_sends, p_copy_queues, p_max_body_bytes,
-            '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}', '{}',
-            p_ack_requests, p_ack_holders, p_ack_deliveries) e;
+        WITH wanted AS (
+            SELECT a.n, a.holder, a.delivery
+            FROM unnest(p_ack_requests, p_ack_holders, p_ack_deliveries) a(n, holder, delivery)
+        ), acked AS (
+            DELETE FROM courier_held_messages h
+            USING (SELECT DISTINCT ON (f.delivery, f.holder) f.n, f.delivery, f.holder
+                   FROM wanted f ORDER BY f.delivery, f.holder, f.n) w
+            WHERE h.delivery_id = w.delivery AND h.holder_id = w.holder
+            RETURNING w.n
+        )
+        SELECT w.n, CASE WHEN a.n IS NULL THEN 17 ELSE 0 END::smallint,
+               CASE WHEN a.n IS NULL THEN format('delivery %s is not held: its lease ran out,'
+                                                 ' or it was acknowledged or released', w.delivery)
+               END,
+               NULL::bigint[], NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+               NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,
+               NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb,
+               courier_elapsed_ns_v1(v_started)
+        FROM wanted w LEFT JOIN acked a ON a.n = w.n;
+    END IF;
+    IF cardinality(p_send_requests) > 0 THEN
+        RETURN QUERY
+        SELECT p_send_requests[s.request], s.status, s.message, s.message_ids, NULL::bigint,
+               NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+               NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+               NULL::text, NULL::jsonb, s.exec_ns
+        FROM courier_send_batch_v2(p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+                                   p_copy_sends, p_copy_queues, p_max_body_bytes) s;
     END IF;
     FOREACH v_send IN ARRAY coalesce(p_option_sends, '{}') LOOP
         BEGIN
