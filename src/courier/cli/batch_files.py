@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import click
@@ -117,12 +117,18 @@ def property_options(options: Iterable[str]) -> dict[str, str]:
     return properties
 
 
-def batches(messages: list[Outgoing]) -> Iterator[list[Outgoing]]:
-    """The messages cut into batches the server takes by default."""
+def batches(
+    messages: list[Outgoing], properties: Mapping[str, str] | None = None
+) -> Iterator[list[Outgoing]]:
+    """The messages cut into batches the server takes by default; ``properties`` are
+    those of the messages that give none of their own (they count towards a batch)."""
     batch: list[Outgoing] = []
     size = 0
+    shared = protocol.properties_size(properties or {})
     for message in messages:
         length = len(message.body if isinstance(message.body, bytes) else message.body.encode())
+        own = message.properties
+        length += shared if own is None else protocol.properties_size(own)
         if batch and (len(batch) == protocol.MAX_BATCH_MESSAGES or size + length > BATCH_BYTES):
             yield batch
             batch, size = [], 0

@@ -206,13 +206,19 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 
 # -- messages --------------------------------------------------------------------------
 
-property_option = click.option(
-    "--property",
-    "properties",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="A property the message carries to its reader (text); repeat for more.",
-)
+
+def property_option(command: str) -> Any:
+    """--property KEY=VALUE, repeatable, as the properties of the message sent; a bad
+    one is refused while the options are read, before anything connects."""
+    return click.option(
+        "--property",
+        "properties",
+        multiple=True,
+        metavar="KEY=VALUE",
+        envvar=f"COURIER_{command.upper()}_PROPERTY",  # the rule names the flag
+        callback=lambda ctx, param, value: batch_files.property_options(value),
+        help="A property the message carries to its reader (text); repeat for more.",
+    )
 
 
 @click.command(cls=common.Command)
@@ -236,7 +242,7 @@ property_option = click.option(
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
-@property_option
+@property_option("send")
 @common.client_options
 def send(
     queues: tuple[str, ...],
@@ -248,26 +254,25 @@ def send(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
-    properties: tuple[str, ...],
+    properties: dict[str, str],
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
     prints the message ids."""
     names, body = (queues, None) if file is not None else (queues[:-1], queues[-1])
     if not names:
         raise click.UsageError("name at least one queue, then the body")
-    carried = batch_files.property_options(properties)
     refs = [queue_ref(name) for name in names]
     if file is not None and (jsonl or batch_files.is_jsonl(file)):
         if dedup_id is not None:
             raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
         send_lines(refs, file, receiver=receiver, priority=priority, context=context,
-                   delay=delay, ttl=ttl, properties=carried)  # fmt: skip
+                   delay=delay, ttl=ttl, properties=properties)  # fmt: skip
         return
     data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
             refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
-            ttl=ttl, dedup_id=dedup_id, properties=carried,
+            ttl=ttl, dedup_id=dedup_id, properties=properties,
         )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
@@ -278,7 +283,7 @@ def send_lines(refs: list[int | str], path: str, **defaults: Any) -> None:
     messages = batch_files.read_messages(batch_files.open_lines(path, sys.stdin.buffer))
     ids: list[list[int]] = []
     with common.client() as client:
-        for batch in batch_files.batches(messages):
+        for batch in batch_files.batches(messages, defaults.get("properties")):
             try:
                 ids += client.send_many(refs, batch, **defaults)
             except errors.CourierError as exc:
@@ -415,7 +420,7 @@ def extend(delivery: int, seconds: float) -> None:
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 @click.option("--receiver", type=int, help="Only this client id may take the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
-@property_option
+@property_option("request")
 @common.client_options
 def request(
     queue_name: str,
@@ -423,11 +428,10 @@ def request(
     timeout: float,
     receiver: int | None,
     priority: int,
-    properties: tuple[str, ...],
+    properties: dict[str, str],
 ) -> None:
     """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
     on timeout)."""
-    carried = batch_files.property_options(properties)
     with common.client() as client:
         answer = client.request(
             queue_ref(queue_name),
@@ -435,7 +439,7 @@ def request(
             timeout=timeout,
             receiver=receiver,
             priority=priority,
-            properties=carried,
+            properties=properties,
         )
     show_message(answer, how_to_reply=False)
 
@@ -447,7 +451,7 @@ def request(
 @click.option("--receiver", type=int, help="Client id of the requester.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
-@property_option
+@property_option("reply")
 @common.client_options
 def reply(
     body: str,
@@ -456,7 +460,7 @@ def reply(
     receiver: int | None,
     context: int | None,
     priority: int,
-    properties: tuple[str, ...],
+    properties: dict[str, str],
 ) -> None:
     """Answer a request message with BODY.
 
@@ -467,15 +471,14 @@ def reply(
     # Read the request before logging in: piped from `courier receive --as NAME`, the
     # input ends only once that process has logged NAME out.
     request = request_to_answer(to, (queue, receiver, context))
-    carried = batch_files.property_options(properties)
     with common.client() as client:
         if request is not None:
-            message_id = client.reply(request, body, priority=priority, properties=carried)
+            message_id = client.reply(request, body, priority=priority, properties=properties)
         else:
             target = queue_ref(queue or "")
             sent = client.send(
                 target, body, receiver=receiver, priority=priority, context=context,
-                properties=carried,
+                properties=properties,
             )  # fmt: skip
             message_id = sent[0]
     common.emit({"message_id": message_id}, lambda: common.say(f"sent reply {message_id}"))

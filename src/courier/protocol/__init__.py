@@ -19,6 +19,7 @@ from courier.protocol.constants import (
     MAX_MESSAGE_BODY_BYTES,
     MAX_NAME_BYTES,
     MAX_PROPERTIES,
+    MAX_PROPERTIES_BYTES,
     MAX_PROPERTY_KEY_BYTES,
     MAX_PROPERTY_VALUE_BYTES,
     NO_OPCODE,
@@ -27,6 +28,7 @@ from courier.protocol.constants import (
     Opcode,
     frame_limit_for,
     properties_problem,
+    properties_size,
 )
 from courier.protocol.decoder import Decoder
 from courier.protocol.exceptions import (
@@ -91,6 +93,7 @@ __all__ = [
     "MAX_MESSAGE_BODY_BYTES",
     "MAX_NAME_BYTES",
     "MAX_PROPERTIES",
+    "MAX_PROPERTIES_BYTES",
     "MAX_PROPERTY_KEY_BYTES",
     "MAX_PROPERTY_VALUE_BYTES",
     "NO_OPCODE",
@@ -150,5 +153,6 @@ __all__ = [
     "opcode_of",
     "parse",
     "properties_problem",
+    "properties_size",
     "reply_type",
 ]

@@ -235,6 +235,9 @@ class Reader:
                     f"{constants.MAX_PROPERTY_VALUE_BYTES}"
                 )
             properties[key] = self.text(self.take(size, f"{field}[{key!r}]"), f"{field}[{key!r}]")
+        problem = constants.properties_problem(properties)  # NULs, the total size
+        if problem:
+            raise self.fail(f"{field}: {problem}")
         return properties
 
     def timestamp(self, field: str) -> datetime:

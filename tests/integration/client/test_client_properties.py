@@ -107,6 +107,8 @@ async def test_a_request_and_its_reply_carry_properties(
         ({"k" * 256: "v"}, "a key is 1 to 255 bytes"),
         ({"k": "v" * 4097}, "a value is at most 4096 bytes"),
         ({"k": 1}, "keys and values are text"),
+        ({"k": "a\x00"}, "holds a NUL character"),
+        ({f"k{n}": "v" * 4000 for n in range(5)}, "a message carries at most 16384"),
     ],
 )
 async def test_properties_beyond_the_limits_are_refused_and_nothing_is_stored(

@@ -43,3 +43,24 @@ async def test_properties_travel_on_the_wire_and_bad_ones_are_refused(
     assert [(m.body, m.properties) for m in many.messages] == [
         (b"two", {"k": "2"}), (b"three", {}),
     ]  # fmt: skip  # the refused SEND stored nothing
+
+
+async def test_the_largest_properties_fit_a_send_and_count_towards_a_batch(
+    server: ServerProcess, connect: Connect
+) -> None:
+    client = await connect(server)
+    await log_in_new(client, "large-props")
+    queue = (await client.ok(frames.CreateQueue("large"))).queue  # type: ignore[union-attr]
+    largest = {key * 255: "v" * 4096 for key in "kji"} | {"h" * 255: "v" * 3076}
+    assert protocol.properties_size(largest) == protocol.MAX_PROPERTIES_BYTES
+    body = b"b" * (64 * 1024)  # the default body limit
+    await client.ok(frames.Send((queue.id,), body, None, 5, None, properties=largest))
+    read = await client.ok(frames.Read(queue.id, None, models.Order.TIME, pop=True))
+    assert isinstance(read, frames.MessageReply) and read.message.properties == largest
+
+    # 100 small bodies, but 1.6 MB of properties: past the 1 MiB batch limit.
+    drafts = tuple(models.Draft(b"x", properties=largest) for _ in range(100))
+    assert await client.error(frames.SendMany((queue.id,), drafts)) == Status.PAYLOAD_TOO_LARGE
+    assert isinstance(await client.ok(frames.Ping()), frames.Pong)  # the connection stays
+    empty = await client.ok(frames.ReceiveMany(queue.id, None, models.Order.TIME, 10))
+    assert isinstance(empty, frames.MessagesReply) and empty.messages == ()

@@ -421,6 +421,11 @@ def entry(key: bytes, value: bytes) -> bytes:
         ((1).to_bytes(2, "big") + entry(b"k", b"v" * 4097), "4097 bytes; at most 4096"),
         ((2).to_bytes(2, "big") + entry(b"k", b"a") + entry(b"k", b"b"), "'k' is given twice"),
         ((1).to_bytes(2, "big") + entry(b"k", b"\xff"), "not valid UTF-8"),
+        ((1).to_bytes(2, "big") + entry(b"k", b"a\x00b"), "holds a NUL character"),
+        (
+            (4).to_bytes(2, "big") + b"".join(entry(b"k%d" % n, b"v" * 4095) for n in range(4)),
+            "the properties are 16388 bytes; a message carries at most 16384",
+        ),
     ],
 )
 def test_properties_beyond_the_limits_are_malformed(properties: bytes, reason: str) -> None:
@@ -431,7 +436,9 @@ def test_properties_beyond_the_limits_are_malformed(properties: bytes, reason: s
 
 
 def test_properties_at_the_limits_pass() -> None:
-    properties = {f"{n:03d}" + "k" * 252: "v" * 4096 for n in range(64)}
+    properties = {f"{n:02d}": "" for n in range(60)}  # 64 in all, 16384 bytes
+    properties |= {key * 255: "v" * 4096 for key in "kji"} | {"h" * 255: "v" * 2956}
+    assert (len(properties), protocol.properties_size(properties)) == (64, 16384)
     send = protocol.Send((1,), b"x", None, 5, None, properties=properties)
     (raw,) = protocol.Decoder(max_frame_bytes=10**6).feed(protocol.encode(1, send))
     assert protocol.parse(raw) == send
@@ -445,6 +452,8 @@ def test_properties_at_the_limits_pass() -> None:
         ({"k" * 256: "v"}, "a key is 1 to 255 bytes"),
         ({"k": "v" * 4097}, "a value is at most 4096 bytes"),
         ({"k": 5}, "keys and values are text"),
+        ({"k": "\x00"}, "holds a NUL character"),
+        ({f"k{n}": "v" * 4000 for n in range(5)}, "a message carries at most 16384"),
     ],
 )
 def test_the_encoder_refuses_properties_beyond_the_limits(
