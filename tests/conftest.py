@@ -19,6 +19,9 @@ Fixtures
     module_dsn          (module) like ``dsn``, shared by the tests of one module.
     servers             (module, async) two running `courier serve` processes on
                         ``module_dsn`` (``helpers.servers.ServerProcess``).
+    default_secrets     (autouse) clients register and log in with ``secret_for(name)``
+                        unless a test gives a secret (``helpers.credentials``);
+                        ``without_default_secrets`` turns that off for a test.
     unique              ``unique(prefix)``: a name no other test has used, so tests
                         can share ``module_dsn`` and its servers (``helpers.names``).
 
@@ -46,6 +49,8 @@ import pytest
 from courier.db import embedded, repository, schema
 from helpers.names import Unique, unique_name
 from helpers.servers import ServerProcess, running_servers
+
+pytest_plugins = ["helpers.credentials"]  # default_secrets, without_default_secrets
 
 TEST_DSN_VARIABLE = "COURIER_TEST_DSN"
 
@@ -178,6 +183,11 @@ async def servers(
     log_dir = tmp_path_factory.mktemp("servers")
     async with running_servers(module_dsn, log_dir, count=2) as started:
         yield started
+
+
+@pytest.fixture(scope="session", autouse=True)
+def secrets_by_default(default_secrets: None) -> None:
+    """Every client a test makes logs in with a secret (``helpers.credentials``)."""
 
 
 @pytest.fixture

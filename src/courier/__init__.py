@@ -4,10 +4,12 @@ The public API, for programs that talk to Courier:
 
     import courier
 
-    with courier.Client.connect("127.0.0.1:7400", name="alice") as client:
+    with courier.Client.connect("127.0.0.1:7400", name="alice", secret=secret) as client:
         client.send("jobs", "resize photo 17")
 
-``AsyncClient`` is the asyncio client; ``Client`` is its blocking face. Every error
+``secret`` is the client's secret, given at registration (``register(name,
+secret=...)``; ``courier.scram.new_secret()`` makes one). ``AsyncClient`` is the
+asyncio client; ``Client`` is its blocking face. Every error
 is a ``courier.errors.CourierError``. The client classes load on first use, so
 importing another part of the package (the server, the database tier) does not pull
 in the client.

@@ -79,8 +79,22 @@ class ServerSettings:
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # seconds a logged-in client may send nothing
     mock: bool = False
     batching: bool = True  # coalesce concurrent sends and reads into batched calls
+    # Logins without a secret (the lab's private systems on loopback only).
+    open_login: bool = False
+    max_login_failures: int = 5  # failed logins per name or address before a lockout
     record_dir: Path | None = None
     run_id: str = ""
+    tls: TlsFiles | None = None  # None serves plaintext
+    metrics_host: str = "127.0.0.1"
+    metrics_port: int | None = None  # None serves no metrics
+
+
+@dataclass(frozen=True, slots=True)
+class TlsFiles:
+    """A server's certificate chain and private key, both PEM files."""
+
+    cert: Path
+    key: Path
 
 
 @dataclass(frozen=True, slots=True)

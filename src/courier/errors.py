@@ -25,6 +25,7 @@ is its default message.
     ├── QuotaExceeded          QUOTA_EXCEEDED
     ├── ProtocolError          (local: bytes that do not parse; sent as BAD_REQUEST)
     ├── ConnectionLost         (local: the connection dropped; the call's fate is unknown)
+    │   └── TlsError           (local: TLS set up wrong, or a handshake failed)
     └── RequestTimeout         (local: no reply arrived in time)
 """
 
@@ -199,6 +200,14 @@ class ConnectionLost(CourierError):
     """The connection was lost; the call may or may not have taken effect."""
 
     status = Status.UNAVAILABLE
+
+
+class TlsError(ConnectionLost):
+    """TLS failed: a certificate, key or CA file is unusable, or a handshake failed.
+
+    Also what a client gets when it and the server disagree about TLS (one speaks
+    it, the other does not): the server cannot be used as configured.
+    """
 
 
 class RequestTimeout(CourierError):

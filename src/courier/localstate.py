@@ -5,7 +5,8 @@
     ├── pg.secret       its password (mode 0600; `courier db url` prints the DSN with it)
     ├── logs/           the logs of the middleware `courier up` started
     ├── up.json         the system `courier up` runs: DSN (password included), servers,
-    │                   pids, admin token
+    │                   pids, admin token, and with --tls the CA clients trust
+    ├── tls/            `courier up --tls`'s local CA and server certificate (keys 0600)
     └── shell_history   the history of `courier shell`
 
 The CLI resolves the flag and the environment variable (click does); this module
@@ -25,6 +26,7 @@ from courier.db import embedded
 UP_STATE_FILE = "up.json"
 CLUSTER_DIR = "pg"
 LOGS_DIR = "logs"
+TLS_DIR = "tls"
 SHELL_HISTORY_FILE = "shell_history"
 
 
@@ -49,6 +51,7 @@ class UpState:
     servers: list[str]  # host:port of each middleware
     pids: list[int]
     admin_token: str
+    ca: str = ""  # the CA certificate the servers' TLS certificate chains to; "" if plaintext
 
 
 def read_up_state(home: Path) -> UpState | None:
@@ -60,6 +63,7 @@ def read_up_state(home: Path) -> UpState | None:
             servers=[str(server) for server in found["servers"]],
             pids=[int(pid) for pid in found["pids"]],
             admin_token=str(found["admin_token"]),
+            ca=str(found.get("ca") or ""),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -98,3 +102,9 @@ def local_servers(home: Path) -> tuple[tuple[str, int], ...]:
         return config.parse_servers(",".join(state.servers))
     except ValueError:
         return config.ClientSettings().servers
+
+
+def local_ca(home: Path) -> Path | None:
+    """The CA to trust for the middleware `courier up` started, if they speak TLS."""
+    state = read_up_state(home)
+    return Path(state.ca) if state is not None and state.ca else None

@@ -13,10 +13,12 @@ DEFAULT_PRIORITY = 5
 
 
 class ClientMode(enum.StrEnum):
-    """What a client may do: read-only clients can read but never send."""
+    """What a client may do: read-only clients can read but never send; an admin can
+    do everything, to any client and any queue."""
 
     READ_WRITE = "read_write"
     READ_ONLY = "read_only"
+    ADMIN = "admin"
 
 
 class Order(enum.StrEnum):
@@ -131,6 +133,18 @@ class ClientInfo:
     name: str
     mode: ClientMode
     online: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Verifier:
+    """What a server keeps of a client's secret (SCRAM-SHA-256, RFC 5802/7677): the
+    PBKDF2 salt and iteration count, StoredKey and ServerKey. The secret cannot be
+    recovered from it; ``courier.scram.verifier`` derives one."""
+
+    salt: bytes
+    iterations: int
+    stored_key: bytes
+    server_key: bytes
 
 
 @dataclass(frozen=True, slots=True)

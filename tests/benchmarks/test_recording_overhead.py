@@ -95,6 +95,7 @@ async def side(dsn: str, work_dir: Path, *, record: bool, mock: bool) -> AsyncIt
     server = launcher.Middleware.start(
         work_dir / "logs", dsn=None if mock else dsn, mock=mock,
         record_dir=record_dir if record else None, run_id="bench", pool_size=8,
+        open_login=True,  # the lab's load processes log in by name
     )  # fmt: skip
     running = Side(server)
     try:
@@ -174,7 +175,11 @@ def describe(label: str, measured: Measured) -> str:
 @pytest.mark.benchmark
 @pytest.mark.parametrize("tier", list(PLANS))
 async def test_recording_costs_at_most_five_percent(
-    databases: TestDatabases, template_database: str, tmp_path: Path, tier: str
+    databases: TestDatabases,
+    template_database: str,
+    tmp_path: Path,
+    tier: str,
+    without_default_secrets: None,  # the lab's clients log in by name, as in a lab run
 ) -> None:
     plan = PLANS[tier]
     measured = {False: Measured(), True: Measured()}

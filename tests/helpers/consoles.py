@@ -5,6 +5,7 @@ client for it; shared by the console's API tests and the browser tests. And
 from __future__ import annotations
 
 import contextlib
+import re
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +19,16 @@ from courier.console import serving, settings
 from helpers.servers import COURIER, free_port
 
 ADMIN_TOKEN = "console-test-admin-token"
+CSRF_FIELD = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+async def csrf_token(http: httpx.AsyncClient) -> str:
+    """The CSRF token of the session in this client's cookie, as the pages' forms
+    carry it."""
+    page = await http.get("/admin")
+    found = CSRF_FIELD.search(page.text)
+    assert found is not None, page.text
+    return found[1]
 
 
 @dataclass

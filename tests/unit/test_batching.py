@@ -63,6 +63,22 @@ async def test_the_batch_size_is_capped() -> None:
     assert [len(batch) for batch in run.batches] == [3, 3, 1]
 
 
+async def test_a_batch_stops_before_its_cost_passes_the_budget() -> None:
+    run = ScriptedRun()
+    # Odd numbers cost one (a subtransaction each), even ones nothing.
+    batcher = batching.Batcher(run, cost=lambda n: n % 2, max_cost=2, max_in_flight=1)
+    results = await asyncio.gather(*(batcher.submit(n) for n in range(1, 10)))
+    assert results == [n * 10 for n in range(1, 10)]
+    assert run.batches == [[1, 2, 3, 4], [5, 6, 7, 8], [9]]
+
+
+async def test_a_request_dearer_than_the_budget_still_goes_alone() -> None:
+    run = ScriptedRun()
+    batcher = batching.Batcher(run, cost=lambda n: n, max_cost=3, max_in_flight=1)
+    assert await asyncio.gather(*(batcher.submit(n) for n in (5, 1, 1))) == [50, 10, 10]
+    assert run.batches == [[5], [1, 1]]
+
+
 async def test_each_request_gets_its_own_error() -> None:
     run = ScriptedRun(refuse={3})
     batcher = batching.Batcher(run)

@@ -87,9 +87,9 @@ def test_the_shared_names_are_the_documented_ones() -> None:
     shared = {option.shared_envvar for _, option, _ in SHARED}
     readme = (Path(__file__).parents[2] / "README.md").read_text()
     assert shared == {
-        "COURIER_AS", "COURIER_SERVERS", "COURIER_DATA_DIR", "COURIER_DSN",
+        "COURIER_AS", "COURIER_SECRET", "COURIER_SERVERS", "COURIER_DATA_DIR", "COURIER_DSN",
         "COURIER_ADMIN_TOKEN", "COURIER_ADMIN_TOKEN_FILE", "COURIER_VIEWER_TOKEN",
-        "COURIER_VIEWER_TOKEN_FILE", "COURIER_BENCH_RABBITMQ",
+        "COURIER_VIEWER_TOKEN_FILE", "COURIER_BENCH_RABBITMQ", "COURIER_TLS", "COURIER_CA",
     }  # fmt: skip
     for name in shared:
         assert f"`{name}`" in readme, f"README does not document {name}"

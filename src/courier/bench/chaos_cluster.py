@@ -76,7 +76,11 @@ class Cluster:
         self._starts += 1
         log_dir = self._log_dir / f"start-{self._starts:03d}"
         process = launcher.Middleware.start(
-            log_dir, port=self._ports[index], dsn=self.database.dsn, pool_size=self._pool_size
+            log_dir,
+            port=self._ports[index],
+            dsn=self.database.dsn,
+            pool_size=self._pool_size,
+            open_login=True,
         )
         self._running[index] = process
         await process.ready()

@@ -289,7 +289,7 @@ def middleware(settings: Settings, dsn: str, work_dir: Path) -> launcher.Middlew
         # Room for every fuzzer, also while the server still finishes the connections
         # they just left, and for the good client.
         max_clients=4 * settings.connections + 16,
-        frame_timeout=settings.frame_timeout_s,
+        frame_timeout=settings.frame_timeout_s, open_login=True,
     )  # fmt: skip
 
 

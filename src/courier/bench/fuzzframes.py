@@ -111,6 +111,11 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
         found += [frames.Register(name, mode) for mode in models.ClientMode]
         found.append(frames.Login(client_id=None, name=name))
     found += [frames.Login(client_id=client, name=None) for client in clients]
+    found += [frames.LoginStart(client, None, "nonce") for client in clients]
+    found += [frames.LoginProof(bytes(32)), frames.LoginProof(b"")]
+    verifier = models.Verifier(bytes(16), 4096, bytes(32), bytes(32))
+    found += [frames.SetSecret(client, None, verifier) for client in clients]
+    found += [frames.SetClientEnabled(client, None, enabled=True) for client in clients]
     for name in targets.queue_names:
         found += [frames.CreateQueue(name), frames.GetQueue(queue_id=None, name=name)]
     for queue in queues:

@@ -26,7 +26,7 @@ from typing import Protocol
 
 import asyncpg
 
-from courier import config, errors, models
+from courier import certificates, config, errors, models
 from courier.bench import database, defaults, loop
 from courier.client import AsyncClient
 from courier.db import repository
@@ -62,6 +62,10 @@ class CourierTarget:
     queue_id: int
     names: tuple[str, ...]
     batch: int = 1
+    secrets: tuple[str, ...] = ()
+    """Each name's secret, in order (none: the servers take open logins)."""
+    ca: str | None = None
+    """The CA of the servers' certificate (None: plaintext)."""
 
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
@@ -69,7 +73,10 @@ class CourierTarget:
         async def connect(index: int) -> loop.Peer:
             first = index % len(self.servers)  # round-robin; the others for failover
             ordered = ",".join(self.servers[first:] + self.servers[:first])
-            opening = AsyncClient.connect(ordered, name=self.names[index])
+            secret = self.secrets[index] if self.secrets else None
+            opening = AsyncClient.connect(
+                ordered, name=self.names[index], secret=secret, ca=self.ca
+            )
             client = await stack.enter_async_context(opening)
             if self.batch > 1:
                 return CourierBatchPeer(client, self.queue_id, [body] * self.batch)
@@ -115,20 +122,30 @@ class Courier:
     middlewares: int = defaults.MIDDLEWARES
     pool_size: int = defaults.SERVE.pool.max_size
     batch: int = 1
+    open_login: bool = False
+    """Log in by name alone (no secrets), on servers that allow it."""
+    tls: bool = False
+    """Speak TLS, with a certificate from a CA made for the run."""
     name: str = defaults.COURIER
     version: str = ""
     _servers: list[str] = field(default_factory=list)
     _setup: setup.Setup | None = None
+    _ca: Path | None = None
 
     @contextlib.asynccontextmanager
     async def running(self, most_clients: int) -> AsyncIterator[None]:
         started: list[launcher.Middleware] = []
+        tls = self._certificates()
         try:
             for _ in range(self.middlewares):
-                started.append(self._middleware(most_clients))
+                started.append(self._middleware(most_clients, tls))
             await asyncio.gather(*(process.ready() for process in started))
             self._servers = [process.address for process in started]
-            async with setup.Setup(self._servers, None, f"{self.prefix}-setup") as prepared:
+            prepared_setup = setup.Setup(
+                self._servers, None, f"{self.prefix}-setup",
+                with_secrets=not self.open_login, ca=self._ca,
+            )  # fmt: skip
+            async with prepared_setup as prepared:
                 await prepared.register(client_names(self.prefix, most_clients))
                 self._setup = prepared
                 yield
@@ -136,12 +153,21 @@ class Courier:
             self._setup = None
             await asyncio.gather(*(process.stopped() for process in started))
 
-    def _middleware(self, most_clients: int) -> launcher.Middleware:
+    def _certificates(self) -> dict[str, object]:
+        """The middleware's TLS flags (none without ``tls``)."""
+        if not self.tls:
+            return {}
+        made = certificates.make_local(self.log_dir / "tls")
+        self._ca = made.ca
+        return {"tls_cert": made.cert, "tls_key": made.key, "ca": made.ca}
+
+    def _middleware(self, most_clients: int, tls: dict[str, object]) -> launcher.Middleware:
         # Every client of the largest level must find a place on its middleware.
         per_middleware = math.ceil(most_clients / self.middlewares) + 8
         return launcher.Middleware.start(
-            self.log_dir, dsn=self.dsn, pool_size=self.pool_size,
+            self.log_dir, port=None, inherit_settings=False, dsn=self.dsn, pool_size=self.pool_size,
             max_clients=max(defaults.SERVE.max_clients, per_middleware),
+            open_login=self.open_login, **tls,
         )  # fmt: skip
 
     @contextlib.asynccontextmanager
@@ -150,7 +176,12 @@ class Courier:
         queue = await self._setup.queue(f"{self.prefix}-{clients}")
         try:
             names = tuple(client_names(self.prefix, clients))
-            yield CourierTarget(tuple(self._servers), queue.id, names, self.batch)
+            kept = self._setup.secrets
+            yield CourierTarget(
+                tuple(self._servers), queue.id, names, self.batch,
+                secrets=tuple(kept[name] for name in names) if kept else (),
+                ca=str(self._ca) if self._ca is not None else None,
+            )  # fmt: skip
         finally:
             await self._setup.client.delete_queue(queue.id)
 

@@ -35,6 +35,8 @@ class Settings:
     rabbitmq: str | None = defaults.RABBITMQ_URL  # None: leave RabbitMQ out
     message_size: int = defaults.MESSAGE_SIZE
     batch: int = 1  # messages per send and per pop (1: single requests)
+    open_login: bool = False  # Courier's clients log in by name alone, without secrets
+    tls: bool = False  # Courier's clients and middleware speak TLS
 
     @property
     def uses_database(self) -> bool:
@@ -57,6 +59,8 @@ class Settings:
             "pool_size": self.pool_size,
             "message_size": self.message_size,
             "batch": self.batch,
+            "login": "open" if self.open_login else "secret",
+            "tls": self.tls,
             "database": "given DSN" if self.dsn else "fresh embedded PostgreSQL, durable",
             "rabbitmq": rabbit.shown(self.rabbitmq) if self.rabbitmq else None,
         }
@@ -110,6 +114,7 @@ def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) ->
         return peers.Courier(
             dsn, prefix, work / "logs", middlewares=settings.middlewares,
             pool_size=settings.pool_size, batch=settings.batch,
+            open_login=settings.open_login, tls=settings.tls,
         )  # fmt: skip
     if name == defaults.COURIER_DB:
         return peers.CourierDatabase(dsn, f"{prefix}-db", settings.batch)

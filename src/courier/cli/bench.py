@@ -113,6 +113,19 @@ def bench() -> None:
     help="Messages per send and per pop: send_many then pop_many (RabbitMQ: confirms per"
     " batch, consumer prefetch of the batch).",
 )
+@click.option(
+    "--login",
+    type=click.Choice(["secret", "open"]),
+    default="secret",
+    show_default=True,
+    help="How Courier's clients log in: each with a secret of its own (SCRAM), or by"
+    " name alone on middleware started with --open-login.",
+)
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Courier's clients and middleware speak TLS (a CA made for the run).",
+)
 @json_option
 @plot_option("throughput and p99 against clients")
 def peers(
@@ -126,6 +139,8 @@ def peers(
     dsn: str | None,
     rabbitmq: str,
     batch: int,
+    login: str,
+    tls: bool,
     json: Path | None,
     plot: Path | None,
 ) -> None:
@@ -144,6 +159,7 @@ def peers(
         systems=chosen, clients=_levels(clients), duration_s=duration, warmup_s=warmup,
         processes=processes, middlewares=middlewares, pool_size=pool_size, dsn=dsn,
         rabbitmq=None if no_rabbitmq else rabbitmq, batch=batch,
+        open_login=login == "open", tls=tls,
     )  # fmt: skip
     with output.ProgressReporter(stderr) as reporter:
         outcome = _interruptible(lambda: sweep.run(settings, reporter))

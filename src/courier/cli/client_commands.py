@@ -24,13 +24,14 @@ import binascii
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import click
 
-from courier import errors, models, protocol
-from courier.cli import batch_files, common
+from courier import credentials, errors, models, protocol, scram
+from courier.cli import batch_files, common, options
 
 ORDER = click.Choice([order.value for order in models.Order])
 
@@ -64,13 +65,36 @@ def read_body(body: str | None, path: str | None = None) -> bytes:
 @click.command(cls=common.Command)
 @click.argument("name")
 @click.option("--read-only", is_flag=True, help="The client may read but never send.")
+@click.option(
+    "--password",
+    is_flag=True,
+    help="Choose its secret (asked for, hidden) instead of a random one.",
+)
 @common.client_options
-def register(name: str, read_only: bool) -> None:
-    """Register a client called NAME (then use it with --as NAME)."""
+def register(name: str, read_only: bool, password: bool) -> None:
+    """Register a client called NAME (then use it with --as NAME).
+
+    Its secret (random, or --secret, or --password) is kept in the credentials file of
+    the data dir, readable by this user only; only its SCRAM verifier is sent."""
     mode = models.ClientMode.READ_ONLY if read_only else models.ClientMode.READ_WRITE
+    secret = chosen_secret(password)
     with common.client(login=False) as client:
-        info = client.register(name, mode)
-    common.emit(info, lambda: common.say(f"registered client {info.name!r}: id {info.id}, {mode}"))
+        info = client.register(name, mode, secret=secret)
+    kept = credentials.save(common.options().data_dir, name, secret)
+    common.emit(info, lambda: common.say(
+        f"registered client {info.name!r}: id {info.id}, {mode}; its secret is in {kept}"
+    ))  # fmt: skip
+
+
+def chosen_secret(password: bool) -> str:
+    """--secret, else a password asked for with --password, else a random secret."""
+    given = common.options().secret
+    if given:
+        return given
+    if password:
+        asked: str = click.prompt("secret", hide_input=True, confirmation_prompt=True)
+        return asked
+    return scram.new_secret()
 
 
 @click.command(cls=common.Command)
@@ -207,7 +231,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 # -- messages --------------------------------------------------------------------------
 
 
-def property_option(command: str) -> Any:
+def property_option(command: str) -> Callable[[options.F], options.F]:
     """--property KEY=VALUE, repeatable, as the properties of the message sent; a bad
     one is refused while the options are read, before anything connects."""
     return click.option(

@@ -3,11 +3,17 @@
 Options on every client command (each also an environment variable):
 
     --as NAME          log in as this client            COURIER_AS
+    --secret SECRET    its secret (default: the one     COURIER_SECRET
+                       `courier register` kept in <data dir>/credentials.json)
     --servers H:P,...  middleware addresses             COURIER_SERVERS
                        (default: the servers of the running `courier up`, from its
                        state file, else 127.0.0.1:7400)
     --data-dir DIR     where `courier up` keeps that    COURIER_DATA_DIR
                        state file
+    --tls              speak TLS (system trust store)   COURIER_TLS
+    --ca FILE          trust this PEM CA bundle         COURIER_CA
+                       (implies --tls; default: the CA of `courier up --tls`
+                       when the servers are its own)
     --json             machine-readable output on stdout
 
 Exit codes (stable; a subclass not listed exits like its parent):
@@ -37,7 +43,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from courier import config, errors, localstate, models
+from courier import config, credentials, errors, localstate, models
 from courier.cli.options import data_dir_flag, shared_option
 from courier.client import sync_client
 
@@ -104,9 +110,20 @@ class Options:
 
     as_name: str | None = None
     as_name_given: bool = False
+    secret: str | None = None
     servers: tuple[tuple[str, int], ...] | None = None
     data_dir: Path = dataclasses.field(default_factory=localstate.data_dir)
     json: bool = False
+    tls: bool = False
+    ca: Path | None = None
+
+    def connection(self) -> tuple[tuple[tuple[str, int], ...], dict[str, Any]]:
+        """The servers to use and the client's TLS options: those given, else those of
+        the system `courier up` runs (its CA included)."""
+        if self.servers is not None:
+            return self.servers, {"tls": self.tls, "ca": self.ca}
+        ca = self.ca or localstate.local_ca(self.data_dir)
+        return localstate.local_servers(self.data_dir), {"tls": self.tls, "ca": ca}
 
 
 @dataclass(slots=True)
@@ -145,11 +162,17 @@ def _store(field: str) -> Callable[[click.Context, click.Parameter, Any], None]:
 
 
 def client_options(command: F) -> F:
-    """Add --as, --servers and --json to a command (read them back with ``options()``)."""
+    """Add --as, --servers, --data-dir, --json, --tls and --ca to a command (read them
+    back with ``options()``)."""
     decorators = [
         shared_option(
             "--as", "as", shared_envvar="COURIER_AS", metavar="NAME", expose_value=False,
             callback=_store("as_name"), help="Log in as this client.",
+        ),
+        shared_option(
+            "--secret", shared_envvar="COURIER_SECRET", metavar="SECRET", expose_value=False,
+            callback=_store("secret"),
+            help="The client's secret (default: the one kept in <data dir>/credentials.json).",
         ),
         shared_option(
             "--servers", shared_envvar="COURIER_SERVERS", metavar="HOST:PORT,...",
@@ -163,6 +186,16 @@ def client_options(command: F) -> F:
         click.option(
             "--json", "json", is_flag=True, expose_value=False, callback=_store("json"),
             help="Machine-readable output.",
+        ),
+        shared_option(
+            "--tls", is_flag=True, shared_envvar="COURIER_TLS", expose_value=False,
+            callback=_store("tls"), help="Speak TLS, trusting the system's CAs (or --ca).",
+        ),
+        shared_option(
+            "--ca", shared_envvar="COURIER_CA", metavar="FILE", expose_value=False,
+            type=click.Path(dir_okay=False, exists=True, path_type=Path),
+            callback=_store("ca"),
+            help="Trust this PEM CA bundle (implies --tls; default: that of `courier up --tls`).",
         ),
     ]  # fmt: skip
     for decorate in reversed(decorators):
@@ -183,10 +216,18 @@ def client(*, login: bool = True) -> Iterator[sync_client.Client]:
             raise click.UsageError(f"this shell is logged in as {shell.client.name!r}")
         yield shell.client
         return
-    servers = chosen.servers or localstate.local_servers(chosen.data_dir)
+    servers, tls = chosen.connection()
     name = chosen.as_name if login else None
-    with sync_client.Client.connect(servers, name=name) as connected:
+    secret = secret_of(chosen, name)
+    with sync_client.Client.connect(servers, name=name, secret=secret, **tls) as connected:
         yield connected
+
+
+def secret_of(chosen: Options, name: str | None) -> str | None:
+    """The secret to log in as ``name`` with: --secret, else the credentials file's."""
+    if name is None:
+        return None
+    return chosen.secret or credentials.secret_for(chosen.data_dir, name)
 
 
 def shell_state() -> Shell | None:

@@ -17,6 +17,7 @@ that token and any --host is allowed.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
@@ -53,6 +54,15 @@ def token_from(given: str | None, path: Path | None, what: str) -> str | None:
     if given:
         raise click.UsageError(f"give --{what}-token or --{what}-token-file, not both")
     return read_token_file(path, what)
+
+
+def show_admin_actions() -> None:
+    """Admin actions (who did what) go to stderr, whatever uvicorn's log level."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    audit = logging.getLogger("courier.console.audit")
+    audit.addHandler(handler)
+    audit.setLevel(logging.INFO)
 
 
 @click.command()
@@ -130,5 +140,6 @@ def console(
         raise click.UsageError(str(exc)) from None
     if note:
         click.echo(note)
+    show_admin_actions()
     click.echo(f"Courier console on http://{host}:{port}/  (Ctrl-C stops it)")
     serving.serve_forever(console_settings, log_level.lower())

@@ -1,12 +1,14 @@
 """`courier serve`: run one middleware instance until SIGTERM or Ctrl-C.
 
-Every option is also an environment variable (COURIER_SERVE_PORT, ...; the DSN also
-as COURIER_DSN). Without --dsn the instance uses the local database that
-`courier up` or `courier db start` left running.
+Every option is also an environment variable (COURIER_SERVE_PORT,
+COURIER_SERVE_TLS_CERT, ...; the DSN also as COURIER_DSN). Without --dsn the
+instance uses the local database that `courier up` or `courier db start` left
+running.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from pathlib import Path
 
@@ -149,6 +151,20 @@ DEFAULTS = config.ServerSettings()
 )
 @click.option("--mock", is_flag=True, help="Answer every request with a fixed result; no database.")
 @click.option(
+    "--open-login",
+    is_flag=True,
+    help="Let clients log in by name alone, without a secret: only for a private system on"
+    " a loopback address (the lab's); refused on any other host.",
+)
+@click.option(
+    "--max-login-failures",
+    type=click.IntRange(min=1),
+    default=DEFAULTS.max_login_failures,
+    show_default=True,
+    help="Failed logins for one client name, or from one address, before further logins"
+    " are refused for a while (1 s, doubling with each further failure, at most 5 min).",
+)
+@click.option(
     "--batching/--no-batching",
     default=DEFAULTS.batching,
     show_default=True,
@@ -161,6 +177,30 @@ DEFAULTS = config.ServerSettings()
     help="Record every request (the lab's measurement records) under this directory.",
 )
 @click.option("--run-id", default="", help="Run id written into the records.")
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Serve TLS only (1.2 or later) with this PEM certificate chain; needs --tls-key.",
+)
+@click.option(
+    "--tls-key",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="The PEM private key of --tls-cert.",
+)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(min=0, max=65535),
+    default=None,
+    help="Serve Prometheus metrics over HTTP on this port (default: none; 0 picks a free one).",
+)
+@click.option(
+    "--metrics-host",
+    default=DEFAULTS.metrics_host,
+    show_default=True,
+    help="Address the metrics endpoint listens on.",
+)
 @click.option("--log-level", default="INFO", show_default=True, help="DEBUG, INFO, WARNING, ...")
 def serve(
     dsn: str | None,
@@ -186,9 +226,15 @@ def serve(
     instance_ttl: float,
     frame_timeout: float,
     mock: bool,
+    open_login: bool,
+    max_login_failures: int,
     batching: bool,
     record_dir: Path | None,
     run_id: str,
+    tls_cert: Path | None,
+    tls_key: Path | None,
+    metrics_port: int | None,
+    metrics_host: str,
     log_level: str,
 ) -> None:
     """Run one middleware instance."""
@@ -197,6 +243,8 @@ def serve(
         dsn = localstate.local_dsn(data_dir)
         if dsn is None:
             raise click.UsageError("give --dsn, or start a local database with `courier up`")
+    if open_login and not is_loopback(host):
+        raise click.UsageError(f"--open-login serves loopback addresses only, not {host}")
     settings = config.ServerSettings(
         dsn=dsn or "",
         host=host,
@@ -225,9 +273,14 @@ def serve(
         instance_ttl=instance_ttl,
         frame_timeout=frame_timeout,
         mock=mock,
+        open_login=open_login,
+        max_login_failures=max_login_failures,
         batching=batching,
         record_dir=record_dir,
         run_id=run_id,
+        tls=tls_files(tls_cert, tls_key),
+        metrics_host=metrics_host,
+        metrics_port=metrics_port,
     )
     try:
         run(settings)
@@ -235,6 +288,23 @@ def serve(
         raise click.ClickException(exc.message) from exc
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+
+
+def tls_files(cert: Path | None, key: Path | None) -> config.TlsFiles | None:
+    """Both files or neither: half a TLS setup is a mistake, not plaintext."""
+    if (cert is None) != (key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    return config.TlsFiles(cert, key) if cert is not None and key is not None else None
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address or ``localhost``."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def run(settings: config.ServerSettings) -> None:

@@ -166,8 +166,9 @@ def shell() -> None:
     chosen = common.options()
     if chosen.as_name is None:
         raise click.UsageError("say who you are: courier shell --as NAME")
-    servers = chosen.servers or localstate.local_servers(chosen.data_dir)
-    with sync_client.Client.connect(servers, name=chosen.as_name) as client:
+    servers, tls = chosen.connection()
+    secret = common.secret_of(chosen, chosen.as_name)
+    with sync_client.Client.connect(servers, name=chosen.as_name, secret=secret, **tls) as client:
         interactive = sys.stdin.isatty()
         console = CourierShell(common.Shell(client), interactive=interactive)
         history_path = chosen.data_dir / localstate.SHELL_HISTORY_FILE

@@ -3,12 +3,19 @@
 Starts the embedded database (initialising and migrating it on first use), then
 N `courier serve` processes on consecutive ports, waits until each answers a PING,
 and records the system in ``<data dir>/up.json`` so that client commands and the
-console find it without flags. On Ctrl-C or SIGTERM it stops the middleware, then
-the database (unless it was already running before), and removes the state file.
+console find it without flags. It makes the admin client ``admin`` (or gives the one
+there a new secret) and keeps its secret in ``<data dir>/credentials.json`` (0600).
+On Ctrl-C or SIGTERM it stops the middleware, then the database (unless it was
+already running before), and removes the state file.
+
+With --tls the middleware speak TLS with a certificate from a CA made for this run
+(in ``<data dir>/tls``); up.json names the CA, and client commands against this
+system trust it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import signal
@@ -16,20 +23,28 @@ from pathlib import Path
 
 import click
 
-from courier import config, localstate
+from courier import certificates, config, credentials, errors, localstate, models, scram
 from courier.cli.options import data_dir_option
-from courier.db import embedded
+from courier.db import embedded, repository
 from courier.server import launcher
 from courier.server.launcher import Middleware
 
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+ADMIN_CLIENT = "admin"
+"""The admin client `courier up` makes (or gives a new secret, if it exists)."""
 
 
 @click.command()
 @click.option("--middlewares", default=1, show_default=True, help="Middleware processes to run.")
 @click.option("--port", default=config.DEFAULT_PORT, show_default=True, help="Port of the first.")
+@click.option(
+    "--tls",
+    is_flag=True,
+    help="Speak TLS: make a local CA and a certificate for 127.0.0.1/localhost; client"
+    " commands against this system use it by themselves.",
+)
 @data_dir_option
-def up(middlewares: int, port: int, data_dir: Path) -> None:
+def up(middlewares: int, port: int, tls: bool, data_dir: Path) -> None:
     """Start the database and N middleware servers; Ctrl-C stops them all."""
     if middlewares < 1:
         raise click.BadParameter("at least one", param_hint="--middlewares")
@@ -40,10 +55,13 @@ def up(middlewares: int, port: int, data_dir: Path) -> None:
     try:
         click.echo("starting the database ...", err=True)
         dsn = start_database(database)
-        servers = start_middlewares(dsn, port, middlewares, data_dir / localstate.LOGS_DIR)
+        made = make_certificates(data_dir) if tls else None
+        servers = start_middlewares(dsn, port, middlewares, data_dir / localstate.LOGS_DIR, made)
         admin_token = secrets.token_urlsafe(24)
+        kept = credentials.save(data_dir, ADMIN_CLIENT, asyncio.run(admin_secret(dsn)))
         localstate.write_up_state(data_dir, up_state(dsn, servers, admin_token))
         announce(dsn, servers, database_was_running, admin_token)
+        announce_login(kept)
         wait_for_stop(servers)
     finally:
         # A second Ctrl-C must not cut the clean-up short.
@@ -55,6 +73,34 @@ def up(middlewares: int, port: int, data_dir: Path) -> None:
             database.stop()
         localstate.clear_up_state(data_dir)
     click.echo("stopped", err=True)
+
+
+async def admin_secret(dsn: str, name: str = "admin") -> str:
+    """Make sure client ``name`` is an admin with a new secret; that secret."""
+    secret = scram.new_secret()
+    verifier = scram.verifier(secret)
+    repo = await repository.Repository.connect(dsn, config.PoolSettings(min_size=1, max_size=1))
+    try:
+        try:
+            await repo.register_client(name, models.ClientMode.ADMIN, verifier=verifier)
+        except errors.ClientExists:
+            found = await repo.get_client(name)
+            if not await repo.is_admin(found.id):
+                raise click.ClickException(
+                    f"client {name!r} exists and is not an admin: cannot make it the admin"
+                ) from None
+            await repo.set_secret(found.id, found.id, verifier)
+    finally:
+        await repo.close()
+    return secret
+
+
+def announce_login(kept: Path) -> None:
+    click.echo(
+        f"admin client {ADMIN_CLIENT!r}: its secret is in {kept} (readable by you only);"
+        f" log in with --as {ADMIN_CLIENT}"
+    )
+    click.echo("new clients: `courier register NAME` keeps their secret there too")
 
 
 def start_database(database: embedded.EmbeddedPostgres) -> str:
@@ -82,13 +128,33 @@ def is_alive(pid: int) -> bool:
     return True
 
 
-def start_middlewares(dsn: str, first_port: int, count: int, log_dir: Path) -> list[Middleware]:
-    """Start ``count`` on consecutive ports; they take COURIER_SERVE_* settings too."""
+def make_certificates(data_dir: Path) -> certificates.LocalCertificates:
+    """A fresh local CA and server certificate in the data dir (only we may enter it)."""
+    directory = data_dir / localstate.TLS_DIR
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    return certificates.make_local(directory)
+
+
+def start_middlewares(
+    dsn: str,
+    first_port: int,
+    count: int,
+    log_dir: Path,
+    made: certificates.LocalCertificates | None = None,
+) -> list[Middleware]:
+    """Start ``count`` on consecutive ports (speaking TLS with ``made``); they take
+    COURIER_SERVE_* settings too."""
     servers: list[Middleware] = []
+    tls: dict[str, object] = {}
+    if made is not None:
+        tls = {"tls_cert": made.cert, "tls_key": made.key, "ca": made.ca}
     try:
         for n in range(count):
             servers.append(
-                Middleware.start(log_dir, port=first_port + n, inherit_settings=True, dsn=dsn)
+                Middleware.start(
+                    log_dir, port=first_port + n, inherit_settings=True, dsn=dsn, **tls
+                )
             )
         for server in servers:
             server.wait_ready()
@@ -107,6 +173,7 @@ def up_state(dsn: str, servers: list[Middleware], admin_token: str) -> localstat
         servers=[server.address for server in servers],
         pids=[server.process.pid for server in servers],
         admin_token=admin_token,
+        ca=str(servers[0].ca) if servers and servers[0].ca is not None else "",
     )
 
 
@@ -119,7 +186,8 @@ def announce(
         click.echo(f"middleware {server.address}  (log: {server.log_path})")
     if database_was_running:
         click.echo("(the database was already running; it stays up afterwards)")
-    click.echo(f"connect with: --servers {addresses}  (client commands default to these)")
+    tls = f" --ca {servers[0].ca}" if servers and servers[0].ca is not None else ""
+    click.echo(f"connect with: --servers {addresses}{tls}  (client commands default to these)")
     click.echo(f"console admin token (shown once; `courier console` uses it): {admin_token}")
     click.echo("Ctrl-C stops everything.")
 

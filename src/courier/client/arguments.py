@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import secrets
+import ssl
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
-from courier import config, errors, models, protocol
+from courier import config, errors, models, protocol, tls
 from courier.client import connection
 
 Servers = str | Sequence[str | connection.Address]
@@ -34,6 +36,13 @@ def addresses(servers: Servers) -> tuple[connection.Address, ...]:
     return tuple(found)
 
 
+def tls_context(wanted: bool, ca: str | Path | None) -> ssl.SSLContext | None:
+    """The SSL context of a client that wants TLS (a CA bundle implies it), else None."""
+    if not wanted and ca is None:
+        return None
+    return tls.client_context(ca)
+
+
 def new_context() -> int:
     """A fresh request context: random, positive, 63 bits (fits a signed BIGINT)."""
     return secrets.randbits(63) or 1
@@ -56,7 +65,9 @@ def mode(mode: models.ClientMode | str) -> models.ClientMode:
     try:
         return models.ClientMode(mode)
     except ValueError:
-        raise errors.BadRequest(f"mode must be 'read_write' or 'read_only', not {mode!r}") from None
+        raise errors.BadRequest(
+            f"mode must be 'read_write', 'read_only' or 'admin', not {mode!r}"
+        ) from None
 
 
 def check_priority(priority: int) -> None:

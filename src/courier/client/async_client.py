@@ -1,6 +1,6 @@
 """``AsyncClient``: the Courier client library (the sync ``Client`` wraps this one).
 
-    async with AsyncClient.connect("127.0.0.1:7400,127.0.0.1:7401", name="alice") as client:
+    async with AsyncClient.connect("127.0.0.1:7400", name="alice", secret=secret) as client:
         await client.send("jobs", "resize photo 17")
         message = await client.pop("jobs")
 
@@ -16,10 +16,11 @@ from __future__ import annotations
 import time
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, Unpack
 
-from courier import config, errors, models, protocol
+from courier import config, errors, models, protocol, scram
 from courier.client import arguments, batches, clock, measurement_hook, queue_refs, session
 
 Servers = arguments.Servers
@@ -35,6 +36,8 @@ class ClientOptions(TypedDict, total=False):
     failover_timeout: float
     recorder: measurement_hook.Recorder | None
     heartbeat_interval: float | None
+    tls: bool
+    ca: str | Path | None
 
 
 class AsyncClient:
@@ -49,6 +52,8 @@ class AsyncClient:
         failover_timeout: float = 20.0,
         recorder: measurement_hook.Recorder | None = None,
         heartbeat_interval: float | None = session.HEARTBEAT_INTERVAL,
+        tls: bool = False,
+        ca: str | Path | None = None,
     ) -> None:
         """
         connect_timeout: seconds to open one TCP connection.
@@ -59,6 +64,9 @@ class AsyncClient:
             tuple, whose values ``CallRecord._make(row)`` names.
         heartbeat_interval: seconds of sending nothing after which the client sends a
             PING, so the server does not take it for dead; None sends none.
+        tls: speak TLS (1.2 or later), checking the server's certificate and host name
+            against the system's trust store, or against ``ca``.
+        ca: a PEM bundle of the CAs to trust (implies ``tls``); TlsError if unusable.
         """
         self._session = session.Session(
             arguments.addresses(servers),
@@ -67,6 +75,7 @@ class AsyncClient:
             failover_timeout=failover_timeout,
             recorder=recorder,
             heartbeat_interval=heartbeat_interval,
+            tls=arguments.tls_context(tls, ca),
         )
         self._queues = queue_refs.QueueNames(self.get_queue)
 
@@ -79,44 +88,85 @@ class AsyncClient:
         *,
         name: str | None = None,
         client_id: int | None = None,
+        secret: str | None = None,
         **options: Unpack[ClientOptions],
     ) -> Opening:
-        """Connect (and log in when ``name`` or ``client_id`` is given).
+        """Connect (and log in when ``name`` or ``client_id`` is given, proving
+        ``secret``; without one, only a server with open login lets the client in).
 
         Await it for a client (``client = await AsyncClient.connect(...)``) or use it
         as ``async with AsyncClient.connect(...) as client:``, which closes at the end.
         """
-        return Opening(cls(servers, **options), name=name, client_id=client_id)
+        return Opening(cls(servers, **options), name=name, client_id=client_id, secret=secret)
 
-    async def open(self, *, name: str | None = None, client_id: int | None = None) -> None:
+    async def open(
+        self, *, name: str | None = None, client_id: int | None = None, secret: str | None = None
+    ) -> None:
         """Connect to the first server that accepts, logging in if a client is named."""
         if name is not None and client_id is not None:
             raise errors.BadRequest("log in with a name or a client id, not both")
+        credentials = None
+        if name is not None or client_id is not None:
+            credentials = session.Credentials(client_id, name, secret)
         try:
-            await self._session.start(client_id=client_id, name=name)
+            await self._session.start(credentials)
         except (errors.ClientNotFound, errors.ClientOnline) as exc:
             raise _login_failure(exc, name or client_id) from None
 
     async def register(
-        self, name: str, mode: models.ClientMode | str = models.ClientMode.READ_WRITE
+        self,
+        name: str,
+        mode: models.ClientMode | str = models.ClientMode.READ_WRITE,
+        *,
+        secret: str | None = None,
     ) -> models.ClientInfo:
-        """Create a client identity (no login needed); ClientExists if the name is taken."""
-        request = protocol.Register(name=name, mode=arguments.mode(mode))
+        """Create a client identity (no login needed) that logs in with ``secret``
+        (``courier.scram.new_secret()`` makes a good one); only the secret's SCRAM
+        verifier is sent. ClientExists if the name is taken; an admin client can be
+        created only by an admin."""
+        verifier = None if secret is None else scram.verifier(secret)
+        request = protocol.Register(name=name, mode=arguments.mode(mode), verifier=verifier)
         try:
             return (await self._session.call(request, protocol.ClientReply)).client
         except errors.ClientExists as exc:
             raise _reworded(exc, f"a client named {name!r} already exists") from None
 
     async def login(
-        self, *, name: str | None = None, client_id: int | None = None
+        self, *, name: str | None = None, client_id: int | None = None, secret: str | None = None
     ) -> models.ClientInfo:
-        """Log in by name or by id (exactly one). ClientNotFound, ClientOnline."""
+        """Log in by name or by id (exactly one), proving ``secret``. A wrong name or
+        secret is NotAuthorised ("login failed"), either way; ClientOnline."""
         if (name is None) == (client_id is None):
             raise errors.BadRequest("log in with a name or a client id (exactly one)")
         try:
-            return await self._session.login(client_id=client_id, name=name)
+            return await self._session.login(session.Credentials(client_id, name, secret))
         except (errors.ClientNotFound, errors.ClientOnline) as exc:
             raise _login_failure(exc, name or client_id) from None
+
+    async def set_secret(self, secret: str, client: int | str | None = None) -> None:
+        """Replace a secret: this client's own (``client`` None), or, for an admin,
+        any client's (by id or name). Sessions already open stay open."""
+        target = client
+        if target is None:
+            if self._session.client is None:
+                raise errors.NotLoggedIn("log in first: a client sets its own secret")
+            target = self._session.client.id
+        client_id, name = (None, target) if isinstance(target, str) else (target, None)
+        request = protocol.SetSecret(client_id, name, scram.verifier(secret))
+        await self._session.call(request, protocol.Done)
+
+    async def disable_client(self, client: int | str) -> None:
+        """(Admin) The client can no longer log in; its open session ends at once."""
+        await self._set_enabled(client, enabled=False)
+
+    async def enable_client(self, client: int | str) -> None:
+        """(Admin) A disabled client may log in again."""
+        await self._set_enabled(client, enabled=True)
+
+    async def _set_enabled(self, client: int | str, *, enabled: bool) -> None:
+        client_id, name = (None, client) if isinstance(client, str) else (client, None)
+        request = protocol.SetClientEnabled(client_id, name, enabled)
+        await self._session.call(request, protocol.Done)
 
     @property
     def client_id(self) -> int | None:
@@ -583,10 +633,18 @@ class AsyncClient:
 class Opening:
     """What ``AsyncClient.connect`` returns: awaitable, and an async context manager."""
 
-    def __init__(self, client: AsyncClient, *, name: str | None, client_id: int | None) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        *,
+        name: str | None,
+        client_id: int | None,
+        secret: str | None = None,
+    ) -> None:
         self.client = client
         self._name = name
         self._client_id = client_id
+        self._secret = secret
 
     def __await__(self) -> Generator[Any, None, AsyncClient]:
         return self._open().__await__()
@@ -600,7 +658,7 @@ class Opening:
         await self.client.close()
 
     async def _open(self) -> AsyncClient:
-        await self.client.open(name=self._name, client_id=self._client_id)
+        await self.client.open(name=self._name, client_id=self._client_id, secret=self._secret)
         return self.client
 
 

@@ -12,11 +12,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from courier import errors, protocol
+from courier import errors, protocol, tls
 from courier.protocol import frames
 
 log = logging.getLogger(__name__)
@@ -69,10 +70,18 @@ class Connection:
         self._reader_task = asyncio.create_task(self._read_replies(reader))
 
     @classmethod
-    async def open(cls, address: Address, timeout: float) -> Connection:
+    async def open(
+        cls, address: Address, timeout: float, context: ssl.SSLContext | None = None
+    ) -> Connection:
+        """Connect, over TLS when given an SSL context (it checks the host name)."""
+        host, port = address
         try:
             async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(*address)
+                reader, writer = await asyncio.open_connection(
+                    host, port, ssl=context, server_hostname=host if context else None
+                )
+        except (ssl.SSLError, ssl.CertificateError) as exc:
+            raise tls.handshake_failure(exc, label(address)) from exc
         except TimeoutError as exc:
             raise errors.ConnectionLost(f"cannot connect to {label(address)}: timed out") from exc
         except OSError as exc:
@@ -150,8 +159,14 @@ class Connection:
 
     async def _read_replies(self, reader: asyncio.StreamReader) -> None:
         reason = "the server closed the connection"
+        first = True
         try:
             while data := await reader.read(READ_CHUNK_BYTES):
+                if first and tls.looks_like_tls(data):
+                    self._refusal = errors.TlsError(
+                        f"{self.label} speaks TLS only: connect with TLS (tls=True, or --tls)"
+                    )
+                first = False
                 self._dispatch(self._decoder.feed(data))
         except OSError as exc:
             reason = describe(exc)

@@ -16,13 +16,16 @@ unique across reconnects (the ids wrap after 2**32 - 1 calls).
 from __future__ import annotations
 
 import asyncio
+import hmac
 import itertools
 import random
+import ssl
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
-from courier import errors, models, protocol
+from courier import errors, models, protocol, scram
 from courier.client import connection, measurement_hook
 from courier.protocol import constants, frames, names
 
@@ -47,6 +50,16 @@ WAITING_REQUESTS = (protocol.Receive, protocol.ReceiveMany, protocol.AwaitRespon
 _OPERATIONS = {kind: names.OPERATIONS[opcode] for kind, opcode in frames.OPCODES.items()}
 
 
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """Who to log in as: by id or by name (exactly one), with the secret (None: an
+    open login, which only a server with open login accepts)."""
+
+    client_id: int | None
+    name: str | None
+    secret: str | None = None
+
+
 class Session:
     def __init__(
         self,
@@ -57,6 +70,7 @@ class Session:
         failover_timeout: float,
         recorder: measurement_hook.Recorder | None,
         heartbeat_interval: float | None = HEARTBEAT_INTERVAL,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         if not servers:
             raise ValueError("no server address given")
@@ -66,7 +80,9 @@ class Session:
         self.failover_timeout = failover_timeout
         self.recorder = recorder
         self.heartbeat_interval = heartbeat_interval
+        self.tls = tls
         self.client: models.ClientInfo | None = None
+        self._credentials: Credentials | None = None
         self._connection: connection.Connection | None = None
         self._next_server = 0
         self._request_ids = itertools.count(1)
@@ -79,21 +95,21 @@ class Session:
         current = self._connection
         return current.label if current is not None and not current.closed else None
 
-    async def start(self, *, client_id: int | None = None, name: str | None = None) -> None:
+    async def start(self, credentials: Credentials | None = None) -> None:
         """Connect to the first server that accepts (each is tried once).
 
-        With ``client_id`` or ``name``, log in as that client; else just PING, so a
-        server that is full says so now and the next one is tried.
+        With credentials, log in as that client; else just PING, so a server that
+        is full says so now and the next one is tried.
         """
-        greeting: protocol.Request = protocol.Ping()
-        if client_id is not None or name is not None:
-            greeting = protocol.Login(client_id=client_id, name=name)
         async with self._connecting:
-            self._connection = await self._connect_to_any(greeting, failing_over=False)
+            self._credentials = credentials
+            self._connection = await self._connect_to_any(failing_over=False)
 
-    async def login(self, *, client_id: int | None, name: str | None) -> models.ClientInfo:
-        request = protocol.Login(client_id=client_id, name=name)
-        return (await self.call(request, protocol.ClientReply)).client
+    async def login(self, credentials: Credentials) -> models.ClientInfo:
+        link = await self._connected()
+        client = await self._log_in(link, credentials)
+        self._credentials = credentials
+        return client
 
     async def call(
         self, request: protocol.Request, expected: type[ReplyT], *, wait: float = 0.0
@@ -132,14 +148,11 @@ class Session:
 
     async def _fail_over(self) -> connection.Connection:
         deadline = time.monotonic() + self.failover_timeout
-        greeting: protocol.Request = protocol.Ping()
-        if self.client is not None:
-            greeting = protocol.Login(client_id=self.client.id, name=None)
         self._next_server = self._random_survivor()
         pause = FIRST_RETRY_PAUSE
         while True:
             try:
-                return await self._connect_to_any(greeting, failing_over=True)
+                return await self._connect_to_any(failing_over=True)
             except (errors.ConnectionLost, errors.ServerFull) as exc:
                 if time.monotonic() + pause > deadline:
                     raise errors.ConnectionLost(
@@ -155,9 +168,7 @@ class Session:
             return self._next_server
         return (self._next_server + random.randrange(count - 1)) % count
 
-    async def _connect_to_any(
-        self, greeting: protocol.Request, *, failing_over: bool
-    ) -> connection.Connection:
+    async def _connect_to_any(self, *, failing_over: bool) -> connection.Connection:
         """One round over the servers, starting after the last one used.
 
         While failing over, CLIENT_ONLINE means the lost server's session is not yet
@@ -168,7 +179,7 @@ class Session:
         first = self._next_server
         for step in range(count):
             try:
-                return await self._connect_to((first + step) % count, greeting)
+                return await self._connect_to((first + step) % count)
             except (errors.ConnectionLost, errors.ServerFull) as exc:
                 failures.append(exc)
             except errors.ClientOnline as exc:
@@ -178,25 +189,80 @@ class Session:
         reasons = "; ".join(failure.message for failure in failures)
         if all(isinstance(failure, errors.ServerFull) for failure in failures):
             raise errors.ServerFull(f"every server is full: {reasons}")
+        if all(isinstance(failure, errors.TlsError) for failure in failures):
+            raise errors.TlsError(reasons)  # a setup to fix, not a server to wait for
         raise errors.ConnectionLost(f"cannot reach any server: {reasons}")
 
-    async def _connect_to(self, index: int, greeting: protocol.Request) -> connection.Connection:
-        opened = await connection.Connection.open(self.servers[index], self.connect_timeout)
+    async def _connect_to(self, index: int) -> connection.Connection:
+        opened = await connection.Connection.open(
+            self.servers[index], self.connect_timeout, self.tls
+        )
         self._next_server = (index + 1) % len(self.servers)
         try:
-            await self._call_on(opened, greeting, _reply_type(greeting))
+            await self._greet(opened)
         except errors.ServerFull as exc:
             await opened.close()
             raise errors.ServerFull(f"{opened.label} is full ({exc.message})") from exc
         except errors.ClientOnline as exc:
             await opened.close()
-            raise errors.ClientOnline(_online_message(opened.label, greeting)) from exc
+            raise errors.ClientOnline(_online_message(opened.label, self._who())) from exc
         except BaseException:
             await opened.close()
             raise
         if self.heartbeat_interval:
             opened.keep_alive(self.heartbeat_interval, self._ping_frame)
         return opened
+
+    async def _greet(self, link: connection.Connection) -> None:
+        """A new connection's first request: the login, or a PING without one. A
+        client logged in before logs in again as the same client."""
+        credentials = self._credentials
+        if credentials is None:
+            await self._call_on(link, protocol.Ping(), protocol.Pong)
+            return
+        if self.client is not None and credentials.secret is None:
+            credentials = Credentials(self.client.id, None)
+        await self._log_in(link, credentials)
+
+    async def _log_in(
+        self, link: connection.Connection, credentials: Credentials
+    ) -> models.ClientInfo:
+        if credentials.secret is None:
+            login = protocol.Login(client_id=credentials.client_id, name=credentials.name)
+            return (await self._call_on(link, login, protocol.ClientReply)).client
+        return await self._prove(link, credentials, credentials.secret)
+
+    async def _prove(
+        self, link: connection.Connection, credentials: Credentials, secret: str
+    ) -> models.ClientInfo:
+        """SCRAM-SHA-256: prove the secret, then check that the server knew it too."""
+        client_nonce = scram.new_nonce()
+        start = protocol.LoginStart(credentials.client_id, credentials.name, client_nonce)
+        challenge = await self._call_on(link, start, protocol.LoginChallenge)
+        if not challenge.nonce.startswith(client_nonce) or (
+            challenge.iterations < scram.MIN_ITERATIONS
+        ):
+            raise errors.NotAuthorised("the server's login challenge is not valid")
+        salted = await asyncio.to_thread(
+            scram.salted_password, secret, challenge.salt, challenge.iterations
+        )
+        user = scram.user_name(credentials.client_id, credentials.name)
+        message = scram.auth_message(
+            user, client_nonce, challenge.nonce, challenge.salt, challenge.iterations
+        )
+        proof = protocol.LoginProof(scram.client_proof(salted, message))
+        reply = await self._call_on(link, proof, protocol.LoginReply)
+        expected = scram.expected_server_signature(salted, message)
+        if not hmac.compare_digest(reply.server_signature, expected):
+            raise errors.NotAuthorised("the server could not show that it knows this secret")
+        self.client = reply.client
+        return reply.client
+
+    def _who(self) -> str | int | None:
+        credentials = self._credentials
+        if credentials is None:
+            return None
+        return credentials.name if credentials.name is not None else credentials.client_id
 
     def _ping_frame(self) -> bytes:
         return protocol.encode(self._next_request_id(), protocol.Ping())
@@ -237,8 +303,11 @@ class Session:
         if self.recorder is not None:
             status = names.STATUSES[reply.status] if type(reply) is protocol.ErrorReply else "OK"
             ids, queues = measurement_hook.message_ids(request, reply)
+            # A LOGIN_PROOF counts as the new client's too (the session is taken only
+            # once the server's signature is checked).
+            who = reply.client.id if type(reply) is protocol.LoginReply else self._client_id()
             self.recorder((
-                link.label, self._client_id(), request_id, _operation(request), status,
+                link.label, who, request_id, _operation(request), status,
                 start_ns, arrival.decoded_at_ns - started, serialize_ns,
                 arrival.deserialize_ns, len(frame), arrival.size, ids, queues,
             ))  # fmt: skip
@@ -268,12 +337,7 @@ def _operation(request: protocol.Request) -> str:
     return measurement_hook.operation_name(request, _OPERATIONS[type(request)])
 
 
-def _reply_type(request: protocol.Request) -> type[protocol.Reply]:
-    return protocol.reply_type(protocol.opcode_of(request))
-
-
-def _online_message(server: str, login: protocol.Request) -> str:
-    who = login.name or login.client_id if isinstance(login, protocol.Login) else "?"
+def _online_message(server: str, who: str | int | None) -> str:
     return f"{server}: client {who!r} is already online"
 
 

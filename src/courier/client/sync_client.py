@@ -6,7 +6,7 @@ submits the coroutine to the loop and waits for the result, so signatures,
 docstrings and behaviour are the async client's own. A unit test checks that every
 public coroutine method of AsyncClient appears here.
 
-    with Client.connect("127.0.0.1:7400", name="alice") as client:
+    with Client.connect("127.0.0.1:7400", name="alice", secret=secret) as client:
         client.send("jobs", "resize photo 17")
 """
 
@@ -86,12 +86,13 @@ class Client:
         *,
         name: str | None = None,
         client_id: int | None = None,
+        secret: str | None = None,
         **options: Unpack[async_client.ClientOptions],
     ) -> Client:
-        """Connect (and log in when ``name`` or ``client_id`` is given)."""
+        """Connect (and log in when ``name`` or ``client_id`` is given, proving ``secret``)."""
         client = cls(servers, **options)
         try:
-            client.open(name=name, client_id=client_id)
+            client.open(name=name, client_id=client_id, secret=secret)
         except BaseException:
             client._thread.stop()
             raise
@@ -129,6 +130,9 @@ class Client:
     open = blocking(async_client.AsyncClient.open)
     register = blocking(async_client.AsyncClient.register)
     login = blocking(async_client.AsyncClient.login)
+    set_secret = blocking(async_client.AsyncClient.set_secret)
+    disable_client = blocking(async_client.AsyncClient.disable_client)
+    enable_client = blocking(async_client.AsyncClient.enable_client)
     ping = blocking(async_client.AsyncClient.ping)
     clock_offset = blocking(async_client.AsyncClient.clock_offset)
     create_queue = blocking(async_client.AsyncClient.create_queue)

@@ -21,7 +21,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 
 from courier import errors
-from courier.console import admin, api, guard, pages, sessions, settings, signin, state
+from courier.console import admin, api, guard, headers, pages, sessions, settings, signin, state
 from courier.db import _translate
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -89,7 +89,10 @@ def create_app(console_settings: settings.ConsoleSettings) -> Starlette:
 
     return Starlette(
         routes=all_routes(),
-        middleware=[Middleware(guard.Guard, console=console_settings, store=store)],
+        middleware=[
+            Middleware(headers.SecurityHeaders),  # outermost: refusals get them too
+            Middleware(guard.Guard, console=console_settings, store=store),
+        ],
         lifespan=lifespan,
         exception_handlers={
             errors.CourierError: courier_error,

@@ -6,7 +6,9 @@ or ``Authorization: Bearer <token>`` for reading); HTML forms take the admin tok
 as the ``admin_token`` field. Signing in trades a token for a session: the cookie
 carries only the session's random id (see ``sessions``), never the token, and is
 HttpOnly and SameSite=Strict, so another site can neither read it nor submit a form
-with it.
+with it. Besides, a form whose authority is the session (no token in it) must
+carry the session's CSRF token, which only the console's own pages hold: a forged
+form has the cookie at most, never that.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ HEADER = "X-Courier-Admin-Token"
 COOKIE = "courier_session"
 FORM_FIELD = "admin_token"
 VIEWER_FORM_FIELD = "viewer_token"
+CSRF_FORM_FIELD = "csrf_token"
 TOKEN_BYTES = 24
 
 
@@ -57,8 +60,20 @@ def cookie_is_admin(request: Request, store: sessions.SessionStore) -> bool:
 def form_is_admin(
     request: Request, form_token: str | None, expected: str, store: sessions.SessionStore
 ) -> bool:
-    """A form may carry the token itself or rely on the signed-in session."""
+    """A form may carry the token itself or rely on the signed-in session (whose
+    CSRF token ``csrf_matches`` checks)."""
     return token_matches(form_token, expected) or cookie_is_admin(request, store)
+
+
+def csrf_matches(request: Request, offered: str | None, store: sessions.SessionStore) -> bool:
+    """Whether a form relying on the browser's session carries that session's CSRF
+    token (constant-time); False without a live session."""
+    return token_matches(offered, store.csrf_of(request.cookies.get(COOKIE)))
+
+
+def csrf_token(request: Request, store: sessions.SessionStore) -> str | None:
+    """The token the pages put in their forms; None without a session."""
+    return store.csrf_of(request.cookies.get(COOKIE))
 
 
 def may_read(

@@ -75,6 +75,7 @@ def render(
         "signed_in": role is not None,
         "viewer_token_needed": console.settings.viewer_token is not None,
         "notice": notice(request),
+        "csrf_token": auth.csrf_token(request, console.sessions),
     }
     return templates.TemplateResponse(request, name, context)
 

@@ -37,7 +37,9 @@ async def admin_sign_in(request: Request) -> Response:
     console = state.of(request)
     offered = (await admin.form_fields(request)).get(auth.FORM_FIELD)
     if not auth.token_matches(offered, console.settings.admin_token):
+        admin.audit.warning("admin sign-in refused: wrong token from %s", admin.peer(request))
         raise errors.NotAuthorised("wrong admin token")
+    admin.log_action(request, "signed in as admin", {auth.FORM_FIELD: "given"})
     return with_session(request, sessions.Role.ADMIN, "/admin?signed_in=1")
 
 
@@ -45,6 +47,7 @@ async def viewer_sign_in(request: Request) -> Response:
     console = state.of(request)
     offered = (await admin.form_fields(request)).get(auth.VIEWER_FORM_FIELD)
     if auth.token_matches(offered, console.settings.admin_token):
+        admin.log_action(request, "signed in as admin", {auth.FORM_FIELD: "given"})
         return with_session(request, sessions.Role.ADMIN, "/admin?signed_in=1")
     if not auth.token_matches(offered, console.settings.viewer_token):
         return pages.error_page(request, 401, "Wrong viewer token", "wrong viewer token")
@@ -52,7 +55,12 @@ async def viewer_sign_in(request: Request) -> Response:
 
 
 async def sign_out(request: Request) -> Response:
-    state.of(request).sessions.end(request.cookies.get(auth.COOKIE))
+    """Ending a session is an action of that session: it carries its CSRF token
+    (without a live session there is nothing to end)."""
+    console = state.of(request)
+    if auth.session_role(request, console.sessions) is not None:
+        admin.require_csrf(request, await admin.form_fields(request), console)
+    console.sessions.end(request.cookies.get(auth.COOKIE))
     response = RedirectResponse("/admin", status_code=303)
     response.delete_cookie(auth.COOKIE, httponly=True, samesite="strict")
     return response

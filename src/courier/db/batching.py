@@ -45,7 +45,15 @@ each already carries many messages, and a second call in flight lets one call's
 commit overlap the next one's work (10-15% more messages per second on the
 development box)."""
 
+SUBTRANSACTIONS_PER_CALL = 60
+"""Requests one call takes at most that run in a subtransaction of their own (sends
+with options, reads other than plain pops, batch requests). PostgreSQL keeps 64
+subtransaction ids per backend in shared memory; past that it marks the
+transaction overflowed, and every other backend's visibility checks then look
+subtransactions up on disk until it ends."""
+
 RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
+Cost = Callable[[R], int]
 
 
 @dataclass(slots=True)
@@ -69,12 +77,18 @@ class Batcher(Generic[R, T]):
         *,
         max_batch: int = MAX_BATCH,
         max_in_flight: int = MAX_IN_FLIGHT,
+        cost: Cost[R] | None = None,
+        max_cost: int = SUBTRANSACTIONS_PER_CALL,
     ) -> None:
         self._run = run
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
+        self._cost = cost
+        self._max_cost = max_cost
         self._pending: list[_Pending[R, T]] = []
         self._in_flight = 0
+        self.on_batch: Callable[[int], None] | None = None
+        """Told the size of every database call made (the metrics' batch sizes)."""
 
     async def submit(self, request: R, timing: Timing | None = None) -> T:
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
@@ -96,9 +110,18 @@ class Batcher(Generic[R, T]):
             self._in_flight -= 1
 
     def _take(self) -> list[_Pending[R, T]]:
-        """The next batch, removed from the waiting list."""
-        batch = self._pending[: self._max_batch]
-        del self._pending[: self._max_batch]
+        """The next batch, removed from the waiting list: at most ``max_batch``
+        requests, and (with a cost) at most ``max_cost`` in all, but never none."""
+        size = min(len(self._pending), self._max_batch)
+        if self._cost is not None:
+            spent = 0
+            for taken, pending in enumerate(self._pending[:size]):
+                spent += self._cost(pending.request)
+                if spent > self._max_cost and taken > 0:
+                    size = taken
+                    break
+        batch = self._pending[:size]
+        del self._pending[:size]
         return batch
 
     async def _answer_safely(self, batch: list[_Pending[R, T]]) -> None:
@@ -111,6 +134,8 @@ class Batcher(Generic[R, T]):
                 _settle(pending.future, errors.InternalError())
 
     async def _answer(self, batch: list[_Pending[R, T]]) -> None:
+        if self.on_batch is not None:
+            self.on_batch(len(batch))
         started = time.perf_counter_ns()
         try:
             outcome = await self._run([pending.request for pending in batch])
@@ -167,10 +192,18 @@ class BatchedRepository(repository.Repository):
         timeouts: config.PoolSettings = repository.DEFAULT_POOL,
     ) -> None:
         super().__init__(pool, limits, timeouts)
-        self._batcher: Batcher[repository.Operation, Any] = Batcher(self._run_batch)
-        self._bulk: Batcher[repository.Operation, Any] = Batcher(
-            self._run_batch, max_in_flight=BULK_IN_FLIGHT
+        self._batcher: Batcher[repository.Operation, Any] = Batcher(
+            self._run_batch, cost=subtransactions
         )
+        self._bulk: Batcher[repository.Operation, Any] = Batcher(
+            self._run_batch, max_in_flight=BULK_IN_FLIGHT, cost=subtransactions
+        )
+
+    def watch_batches(self, observer: Callable[[str], Callable[[int], None]]) -> None:
+        """Report every call's size to ``observer(batcher name)``: "single" for the
+        batcher of single requests, "bulk" for that of batch requests."""
+        self._batcher.on_batch = observer("single")
+        self._bulk.on_batch = observer("bulk")
 
     async def send(
         self,
@@ -307,6 +340,14 @@ class BatchedRepository(repository.Repository):
                 raise
             answer = exc
         return repository.BatchOutcome([answer], timing.exec_ns)
+
+
+def subtransactions(operation: repository.Operation) -> int:
+    """Subtransactions the operation takes in a batched call: none for the plain sends,
+    pops and acks the call handles set-based, one for any other."""
+    if isinstance(operation, repository.SendRequest):
+        return 0 if operation.options.plain else 1
+    return 0 if isinstance(operation, repository.PopRequest | repository.AckRequest) else 1
 
 
 def _lease(read: repository.ReadRequest | repository.PopManyRequest) -> repository.Lease | None:

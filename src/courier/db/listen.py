@@ -50,6 +50,8 @@ UNLOCK = "SELECT pg_advisory_unlock($1, ($2::bigint % 2147483648)::integer)"
 
 CHANNEL = "courier_messages"
 """Payload ``<queue_id>:<receiver_id>``, the receiver empty for messages to anyone."""
+CLIENTS_CHANNEL = "courier_clients"
+"""Payload ``<client_id>``: that client was disabled; its sessions end."""
 
 
 class NotificationListener:
@@ -59,8 +61,10 @@ class NotificationListener:
         on_payload: Callable[[str], None],
         on_restored: Callable[[], None],
         check_interval: float = CHECK_INTERVAL,
+        on_disabled: Callable[[int], None] | None = None,
     ) -> None:
         self._dsn = dsn
+        self._on_disabled = on_disabled
         self._on_payload = on_payload
         self._on_restored = on_restored
         self._check_interval = check_interval
@@ -109,6 +113,8 @@ class NotificationListener:
         )
         try:
             await connection.add_listener(CHANNEL, self._on_notification)
+            if self._on_disabled is not None:
+                await connection.add_listener(CLIENTS_CHANNEL, self._on_client_notification)
             self._locked = False
             if self._instance_id is not None:
                 self._locked = await _lock(connection, self._instance_id)
@@ -148,6 +154,12 @@ class NotificationListener:
 
     def _on_notification(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
         self._on_payload(payload)
+
+    def _on_client_notification(
+        self, _connection: Any, _pid: int, _channel: str, payload: str
+    ) -> None:
+        if self._on_disabled is not None and payload.isdigit():
+            self._on_disabled(int(payload))
 
     def _on_lost(self, _connection: Any) -> None:
         if self._closed or self._reconnecting is not None:

@@ -53,9 +53,32 @@ class MockBackend:
         name: str,
         mode: models.ClientMode = models.ClientMode.READ_WRITE,
         *,
+        verifier: models.Verifier | None = None,
         timing: repository.Timing | None = None,
     ) -> models.ClientInfo:
         return models.ClientInfo(stable_id(name), name, mode)
+
+    async def auth_verifier(
+        self, client: int | str, *, timing: repository.Timing | None = None
+    ) -> tuple[int, models.Verifier] | None:
+        return None  # nobody has a secret: the mock tier runs with open login
+
+    async def login_verified(
+        self, client_id: int, instance_id: int, *, timing: repository.Timing | None = None
+    ) -> models.ClientInfo:
+        return self._client(client_id, online=True)
+
+    async def set_secret(
+        self, actor_id: int, client_id: int, verifier: models.Verifier, *,
+        timing: repository.Timing | None = None,
+    ) -> None:  # fmt: skip
+        return None
+
+    async def set_client_enabled(
+        self, actor_id: int, client_id: int, enabled: bool, *,
+        timing: repository.Timing | None = None,
+    ) -> None:  # fmt: skip
+        return None
 
     async def get_client(
         self, client: int | str, *, timing: repository.Timing | None = None
@@ -113,8 +136,9 @@ class MockBackend:
         return models.Queue(stable_id(name), name)
 
     async def delete_queue(
-        self, queue_id: int, *, if_empty: bool = False, timing: repository.Timing | None = None
-    ) -> None:
+        self, queue_id: int, *, if_empty: bool = False, actor: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> None:  # fmt: skip
         return None
 
     async def get_queue(
@@ -254,8 +278,9 @@ class MockBackend:
         return 0
 
     async def configure_queue(
-        self, settings: models.QueueSettings, *, timing: repository.Timing | None = None
-    ) -> models.QueueSettings:
+        self, settings: models.QueueSettings, *, actor: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> models.QueueSettings:  # fmt: skip
         return settings
 
     async def sweep(

@@ -127,11 +127,71 @@ class Repository:
         name: str,
         mode: models.ClientMode = models.ClientMode.READ_WRITE,
         *,
+        verifier: models.Verifier | None = None,
         timing: Timing | None = None,
     ) -> models.ClientInfo:
-        """ClientExists on a duplicate name; BadRequest on an empty name."""
-        row = await self._call("courier_register_client_v1($1, $2)", name, str(mode), timing=timing)
+        """ClientExists on a duplicate name; BadRequest on an empty name or a bad
+        verifier. ``verifier`` is what is kept of the client's secret (None: none)."""
+        salt, iterations, stored_key, server_key = _verifier_columns(verifier)
+        row = await self._call(
+            "courier_register_client_v2($1, $2, $3, $4, $5, $6)",
+            name, str(mode), salt, iterations, stored_key, server_key,
+            timing=timing,
+        )  # fmt: skip
         return _client(row)
+
+    async def auth_verifier(
+        self, client: int | str, *, timing: Timing | None = None
+    ) -> tuple[int, models.Verifier] | None:
+        """The client's id and verifier; None when it does not exist, is disabled or
+        has no secret (a login fails alike for each)."""
+        client_id, name = _id_or_name(client)
+        row = await self._call("courier_auth_verifier_v1($1, $2)", client_id, name, timing=timing)
+        if row["id"] is None:
+            return None
+        verifier = models.Verifier(
+            bytes(row["salt"]), row["iterations"], bytes(row["stored_key"]),
+            bytes(row["server_key"]),
+        )  # fmt: skip
+        return row["id"], verifier
+
+    async def login_verified(
+        self, client_id: int, instance_id: int, *, timing: Timing | None = None
+    ) -> models.ClientInfo:
+        """Open the session of a client whose proof was checked. NotAuthorised when it
+        was disabled meanwhile; ClientOnline as ``login``."""
+        row = await self._call("courier_login_v2($1, $2)", client_id, instance_id, timing=timing)
+        return _client(row)
+
+    async def set_secret(
+        self, actor_id: int, client_id: int, verifier: models.Verifier, *,
+        timing: Timing | None = None,
+    ) -> None:  # fmt: skip
+        """Replace the client's verifier: its own, or anyone's for an admin.
+        NotAuthorised, ClientNotFound, BadRequest (a weak verifier)."""
+        await self._call(
+            "courier_set_secret_v1($1, $2, $3, $4, $5, $6)",
+            actor_id, client_id, *_verifier_columns(verifier),
+            timing=timing,
+        )  # fmt: skip
+
+    async def is_admin(self, client_id: int, *, timing: Timing | None = None) -> bool:
+        """Whether the client is an admin (and not disabled)."""
+        row = await self._call(
+            "courier_is_admin_v1($1) AS a(admin), (SELECT 0::bigint AS exec_ns) e", client_id,
+            timing=timing,
+        )  # fmt: skip
+        return bool(row["admin"])
+
+    async def set_client_enabled(
+        self, actor_id: int, client_id: int, enabled: bool, *, timing: Timing | None = None
+    ) -> None:
+        """An admin disables (ending its session) or enables a client. NotAuthorised,
+        ClientNotFound."""
+        await self._call(
+            "courier_set_client_enabled_v1($1, $2, $3)", actor_id, client_id, enabled,
+            timing=timing,
+        )  # fmt: skip
 
     async def get_client(
         self, client: int | str, *, timing: Timing | None = None
@@ -215,10 +275,21 @@ class Repository:
         return models.Queue(row["id"], row["name"], row["message_count"])
 
     async def delete_queue(
-        self, queue_id: int, *, if_empty: bool = False, timing: Timing | None = None
+        self,
+        queue_id: int,
+        *,
+        if_empty: bool = False,
+        actor: int | None = None,
+        timing: Timing | None = None,
     ) -> None:
-        """QueueNotFound; QueueNotEmpty when if_empty and messages remain."""
-        await self._call("courier_delete_queue_v1($1, $2)", queue_id, if_empty, timing=timing)
+        """QueueNotFound; QueueNotEmpty when if_empty and messages remain; with an
+        ``actor``, NotAuthorised unless it owns the queue or is an admin."""
+        if actor is None:
+            await self._call("courier_delete_queue_v1($1, $2)", queue_id, if_empty, timing=timing)
+            return
+        await self._call(
+            "courier_delete_queue_v2($1, $2, $3)", actor, queue_id, if_empty, timing=timing
+        )
 
     async def get_queue(self, queue: int | str, *, timing: Timing | None = None) -> models.Queue:
         """By id or name, with message_count (at most MESSAGE_COUNT_CAP). QueueNotFound."""
@@ -523,15 +594,21 @@ class Repository:
         return int(row["released"])
 
     async def configure_queue(
-        self, settings: models.QueueSettings, *, timing: Timing | None = None
+        self,
+        settings: models.QueueSettings,
+        *,
+        actor: int | None = None,
+        timing: Timing | None = None,
     ) -> models.QueueSettings:
         """Set how the queue treats failing messages, and its limits. QueueNotFound,
-        BadRequest."""
+        BadRequest; with an ``actor``, NotAuthorised unless it owns the queue or is an
+        admin."""
+        placeholders = ", ".join(f"${k}" for k in range(1, 8 if actor is None else 9))
         row = await self._call(
-            "courier_configure_queue_v2($1, $2, $3, $4, $5, $6, $7)",
-            settings.queue, settings.max_deliveries, settings.dead_letter_queue,
-            settings.dead_letter_expired, settings.max_messages, settings.max_bytes,
-            settings.overflow.value,
+            f"courier_configure_queue_v{2 if actor is None else 3}({placeholders})",
+            *([] if actor is None else [actor]), settings.queue, settings.max_deliveries,
+            settings.dead_letter_queue, settings.dead_letter_expired, settings.max_messages,
+            settings.max_bytes, settings.overflow.value,
             timing=timing,
         )  # fmt: skip
         return models.QueueSettings(
@@ -874,6 +951,14 @@ def _answer(operation: Operation, row: Any) -> Any:
 
 def _id_or_name(key: int | str) -> tuple[int | None, str | None]:
     return (None, key) if isinstance(key, str) else (key, None)
+
+
+def _verifier_columns(
+    verifier: models.Verifier | None,
+) -> tuple[bytes | None, int | None, bytes | None, bytes | None]:
+    if verifier is None:
+        return None, None, None, None
+    return verifier.salt, verifier.iterations, verifier.stored_key, verifier.server_key
 
 
 def _client(row: Any) -> models.ClientInfo:

@@ -220,6 +220,7 @@ class Run:
                 self.run_dir / "logs", dsn=None if mock else self.db.dsn, mock=mock,
                 record_dir=self.run_dir, run_id=self.planned.run_id,
                 pool_size=self.config.pool_size, max_clients=self.config.max_clients,
+                open_login=True,  # a private system on loopback: see docs/lab.md
             ))  # fmt: skip
         await asyncio.gather(*(process.ready() for process in self.middleware))
         return [process.address for process in self.middleware]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from courier import errors, models
+from courier import errors, models, scram
 from courier.client import AsyncClient, Recorder
 from courier.lab import process_recording, workloads
 
@@ -45,11 +46,19 @@ class Setup:
         servers: Sequence[str],
         recorded: process_recording.ProcessRecording | None,
         identity: str,
+        *,
+        with_secrets: bool = False,
+        ca: Path | None = None,
     ) -> None:
+        """``with_secrets``: every client it registers (itself included) gets a secret
+        of its own, kept in ``secrets``, for servers that require one; ``ca``: the
+        servers speak TLS with a certificate from that CA."""
         self.servers = list(servers)
         self.identity = identity
         self._recorded = recorded
-        self.client = AsyncClient(self.servers[:1], recorder=self._new_recorder())
+        self._with_secrets = with_secrets
+        self.secrets: dict[str, str] = {}
+        self.client = AsyncClient(self.servers[:1], recorder=self._new_recorder(), ca=ca)
 
     def _new_recorder(self) -> Recorder | None:
         if self._recorded is None:
@@ -58,9 +67,16 @@ class Setup:
 
     async def __aenter__(self) -> Setup:
         await self.client.open()
-        me = await self.client.register(self.identity)
-        await self.client.login(client_id=me.id)
+        secret = self._new_secret(self.identity)
+        me = await self.client.register(self.identity, secret=secret)
+        await self.client.login(client_id=me.id, secret=secret)
         return self
+
+    def _new_secret(self, name: str) -> str | None:
+        if not self._with_secrets:
+            return None
+        self.secrets[name] = scram.new_secret()
+        return self.secrets[name]
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.client.close()
@@ -83,7 +99,9 @@ class Setup:
         ids: list[int] = []
         for start in range(0, len(names), REGISTER_BATCH):
             batch = names[start : start + REGISTER_BATCH]
-            infos = await asyncio.gather(*(self.client.register(name) for name in batch))
+            infos = await asyncio.gather(
+                *(self.client.register(name, secret=self._new_secret(name)) for name in batch)
+            )
             ids.extend(info.id for info in infos)
         return ids
 

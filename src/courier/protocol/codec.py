@@ -17,6 +17,8 @@ SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.Pong: Opcode.PING,
     frames.MessageIdsReply: Opcode.SEND,
     frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
+    frames.LoginChallenge: Opcode.LOGIN_START,
+    frames.LoginReply: Opcode.LOGIN_PROOF,
     frames.ErrorReply: constants.NO_OPCODE,
 }
 

@@ -140,6 +140,10 @@ class Opcode(enum.IntEnum):
     LOGIN = 0x03
     LOGOUT = 0x04
     CANCEL = 0x05
+    LOGIN_START = 0x06
+    LOGIN_PROOF = 0x07
+    SET_SECRET = 0x08
+    SET_CLIENT_ENABLED = 0x09
     CREATE_QUEUE = 0x10
     DELETE_QUEUE = 0x11
     GET_QUEUE = 0x12
@@ -159,8 +163,10 @@ class Opcode(enum.IntEnum):
     NACK_MANY = 0x2B
 
 
-PRE_LOGIN_OPCODES = frozenset({Opcode.PING, Opcode.REGISTER, Opcode.LOGIN})
-"""The only requests a server accepts before LOGIN; others get NOT_LOGGED_IN."""
+PRE_LOGIN_OPCODES = frozenset(
+    {Opcode.PING, Opcode.REGISTER, Opcode.LOGIN, Opcode.LOGIN_START, Opcode.LOGIN_PROOF}
+)
+"""The only requests a server accepts before a login; others get NOT_LOGGED_IN."""
 
 NO_OPCODE = 0x00
 """Opcode of an error reply about the connection itself (bad version, oversize frame)."""

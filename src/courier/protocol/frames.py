@@ -46,16 +46,56 @@ class Ping:
 
 @dataclass(frozen=True, slots=True)
 class Register:
+    """Create a client; ``verifier`` is what the server keeps of its secret (None: no
+    secret, which only a server with open login accepts). Mode admin needs an admin."""
+
     name: str
     mode: models.ClientMode
+    verifier: models.Verifier | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Login:
-    """Log in by id or by name: exactly one of the two is given."""
+    """Open login, by id or by name (exactly one is given), without a secret: only a
+    server started with open login accepts it (the lab's); others answer NOT_AUTHORISED."""
 
     client_id: int | None
     name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LoginStart:
+    """First step of a SCRAM-SHA-256 login, by id or by name (exactly one)."""
+
+    client_id: int | None
+    name: str | None
+    client_nonce: str
+
+
+@dataclass(frozen=True, slots=True)
+class LoginProof:
+    """Second step: the client's proof over the login's auth message."""
+
+    proof: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SetSecret:
+    """Replace a client's secret by its verifier: one's own, or (an admin) anyone's,
+    by id or by name (exactly one)."""
+
+    client_id: int | None
+    name: str | None
+    verifier: models.Verifier
+
+
+@dataclass(frozen=True, slots=True)
+class SetClientEnabled:
+    """An admin disables a client (ending its session) or enables it again."""
+
+    client_id: int | None
+    name: str | None
+    enabled: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +294,25 @@ class Done:
 
 
 @dataclass(frozen=True, slots=True)
+class LoginChallenge:
+    """The server's half of a login: the whole nonce (the client's, then the
+    server's), and the salt and iterations to derive the salted secret with."""
+
+    nonce: str
+    salt: bytes
+    iterations: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoginReply:
+    """A login that succeeded: the client, and the server's signature over the auth
+    message, which the client checks before trusting the session."""
+
+    client: models.ClientInfo
+    server_signature: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class QueueReply:
     queue: models.Queue
 
@@ -314,6 +373,10 @@ Request: TypeAlias = (
     | Login
     | Logout
     | Cancel
+    | LoginStart
+    | LoginProof
+    | SetSecret
+    | SetClientEnabled
     | CreateQueue
     | DeleteQueue
     | GetQueue
@@ -337,6 +400,8 @@ Reply: TypeAlias = (
     Pong
     | ClientReply
     | Done
+    | LoginChallenge
+    | LoginReply
     | QueueReply
     | QueueListReply
     | QueueSettingsReply
@@ -354,6 +419,10 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.LOGIN: Login,
     Opcode.LOGOUT: Logout,
     Opcode.CANCEL: Cancel,
+    Opcode.LOGIN_START: LoginStart,
+    Opcode.LOGIN_PROOF: LoginProof,
+    Opcode.SET_SECRET: SetSecret,
+    Opcode.SET_CLIENT_ENABLED: SetClientEnabled,
     Opcode.CREATE_QUEUE: CreateQueue,
     Opcode.DELETE_QUEUE: DeleteQueue,
     Opcode.GET_QUEUE: GetQueue,
@@ -379,6 +448,10 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.LOGIN: ClientReply,
     Opcode.LOGOUT: Done,
     Opcode.CANCEL: Done,
+    Opcode.LOGIN_START: LoginChallenge,
+    Opcode.LOGIN_PROOF: LoginReply,
+    Opcode.SET_SECRET: Done,
+    Opcode.SET_CLIENT_ENABLED: Done,
     Opcode.CREATE_QUEUE: QueueReply,
     Opcode.DELETE_QUEUE: Done,
     Opcode.GET_QUEUE: QueueReply,

@@ -35,6 +35,13 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             write_client(writer, client)
         case frames.Done():
             pass
+        case frames.LoginChallenge(nonce=nonce, salt=salt, iterations=iterations):
+            writer.name(nonce, "nonce")
+            writer.blob(salt, "salt")
+            writer.u32(iterations, "iterations")
+        case frames.LoginReply(client=client, server_signature=signature):
+            write_client(writer, client)
+            writer.blob(signature, "server_signature")
         case frames.QueueReply(queue=queue):
             write_queue(writer, queue)
         case frames.QueueListReply(queues=queues):
@@ -289,6 +296,17 @@ def read_done(reader: wire.Reader) -> frames.Done:
     return frames.Done()
 
 
+def read_login_challenge(reader: wire.Reader) -> frames.LoginChallenge:
+    return frames.LoginChallenge(
+        nonce=reader.name("nonce"), salt=reader.blob("salt"), iterations=reader.u32("iterations")
+    )
+
+
+def read_login_reply(reader: wire.Reader) -> frames.LoginReply:
+    client = read_client(reader)
+    return frames.LoginReply(client=client, server_signature=reader.blob("server_signature"))
+
+
 def read_queue_reply(reader: wire.Reader) -> frames.QueueReply:
     return frames.QueueReply(queue=read_queue(reader))
 
@@ -332,6 +350,8 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.Pong: read_pong,
     frames.ClientReply: read_client_reply,
     frames.Done: read_done,
+    frames.LoginChallenge: read_login_challenge,
+    frames.LoginReply: read_login_reply,
     frames.QueueReply: read_queue_reply,
     frames.QueueListReply: read_queue_list,
     frames.QueueSettingsReply: read_queue_settings_reply,

@@ -18,11 +18,23 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
     match request:
         case frames.Ping() | frames.Logout() | frames.ListQueues() | frames.QueuesForMe():
             pass
-        case frames.Register(name=name, mode=mode):
+        case frames.Register(name=name, mode=mode, verifier=verifier):
             writer.name(name, "name")
             wire.write_mode(writer, mode, "mode")
+            write_optional_verifier(writer, verifier)
         case frames.Login(client_id=client_id, name=name):
             write_lookup(writer, client_id, name, "client_id")
+        case frames.LoginStart(client_id=client_id, name=name, client_nonce=nonce):
+            write_lookup(writer, client_id, name, "client_id")
+            writer.name(nonce, "client_nonce")
+        case frames.LoginProof(proof=proof):
+            writer.blob(proof, "proof")
+        case frames.SetSecret(client_id=client_id, name=name, verifier=verifier):
+            write_lookup(writer, client_id, name, "client_id")
+            write_verifier(writer, verifier)
+        case frames.SetClientEnabled(client_id=client_id, name=name, enabled=enabled):
+            write_lookup(writer, client_id, name, "client_id")
+            writer.boolean(enabled, "enabled")
         case frames.Cancel(request_id=request_id):
             writer.u32(request_id, "request_id")
         case frames.CreateQueue(name=name):
@@ -74,6 +86,19 @@ def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: 
     elif name is not None:
         writer.u8(BY_NAME, "lookup")
         writer.name(name, "name")
+
+
+def write_verifier(writer: wire.Writer, verifier: models.Verifier) -> None:
+    writer.blob(verifier.salt, "verifier.salt")
+    writer.u32(verifier.iterations, "verifier.iterations")
+    writer.blob(verifier.stored_key, "verifier.stored_key")
+    writer.blob(verifier.server_key, "verifier.server_key")
+
+
+def write_optional_verifier(writer: wire.Writer, verifier: models.Verifier | None) -> None:
+    writer.boolean(verifier is not None, "has_verifier")
+    if verifier is not None:
+        write_verifier(writer, verifier)
 
 
 def write_configure_queue(writer: wire.Writer, configure: frames.ConfigureQueue) -> None:
@@ -176,7 +201,37 @@ def read_get_queue(reader: wire.Reader) -> frames.GetQueue:
 
 
 def read_register(reader: wire.Reader) -> frames.Register:
-    return frames.Register(name=reader.name("name"), mode=reader.mode("mode"))
+    name, mode = reader.name("name"), reader.mode("mode")
+    verifier = read_verifier(reader) if reader.boolean("has_verifier") else None
+    return frames.Register(name=name, mode=mode, verifier=verifier)
+
+
+def read_verifier(reader: wire.Reader) -> models.Verifier:
+    return models.Verifier(
+        salt=reader.blob("verifier.salt"),
+        iterations=reader.u32("verifier.iterations"),
+        stored_key=reader.blob("verifier.stored_key"),
+        server_key=reader.blob("verifier.server_key"),
+    )
+
+
+def read_login_start(reader: wire.Reader) -> frames.LoginStart:
+    client_id, name = read_lookup(reader, "client_id")
+    return frames.LoginStart(client_id, name, reader.name("client_nonce"))
+
+
+def read_login_proof(reader: wire.Reader) -> frames.LoginProof:
+    return frames.LoginProof(proof=reader.blob("proof"))
+
+
+def read_set_secret(reader: wire.Reader) -> frames.SetSecret:
+    client_id, name = read_lookup(reader, "client_id")
+    return frames.SetSecret(client_id, name, read_verifier(reader))
+
+
+def read_set_client_enabled(reader: wire.Reader) -> frames.SetClientEnabled:
+    client_id, name = read_lookup(reader, "client_id")
+    return frames.SetClientEnabled(client_id, name, reader.boolean("enabled"))
 
 
 def read_create_queue(reader: wire.Reader) -> frames.CreateQueue:
@@ -332,6 +387,10 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.LOGIN: read_login,
     Opcode.LOGOUT: constant(frames.Logout()),
     Opcode.CANCEL: read_cancel,
+    Opcode.LOGIN_START: read_login_start,
+    Opcode.LOGIN_PROOF: read_login_proof,
+    Opcode.SET_SECRET: read_set_secret,
+    Opcode.SET_CLIENT_ENABLED: read_set_client_enabled,
     Opcode.CREATE_QUEUE: read_create_queue,
     Opcode.DELETE_QUEUE: read_delete_queue,
     Opcode.GET_QUEUE: read_get_queue,

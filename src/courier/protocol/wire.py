@@ -28,6 +28,7 @@ NO_PROPERTIES = b"\x00\x00"
 MODE_CODES: dict[models.ClientMode, int] = {
     models.ClientMode.READ_WRITE: 0,
     models.ClientMode.READ_ONLY: 1,
+    models.ClientMode.ADMIN: 2,
 }
 ORDER_CODES: dict[models.Order, int] = {models.Order.TIME: 0, models.Order.PRIORITY: 1}
 OVERFLOW_CODES: dict[models.Overflow, int] = {

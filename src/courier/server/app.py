@@ -13,15 +13,17 @@ import signal
 
 import uvloop
 
-from courier import config, protocol
+from courier import config, errors, protocol, tls
 from courier.db import batching, listen, mock, pools, repository
 from courier.server import (
     backend,
     connection,
     handlers,
     listener,
+    logins,
     logouts,
     measurement_hook,
+    metrics,
     registry,
     sweeper,
     waiters,
@@ -44,6 +46,8 @@ class Server:
         frame_limit = protocol.frame_limit_for(
             settings.limits.max_body_bytes, settings.limits.max_batch_bytes
         )
+        self._metrics = metrics.Metrics() if settings.metrics_port is not None else None
+        self._metrics_endpoint: metrics.MetricsEndpoint | None = None
         self._listener = listener.Listener(
             connection.ConnectionSettings(
                 frame_limit,
@@ -51,9 +55,11 @@ class Server:
                 settings.frame_timeout,
                 settings.login_timeout,
                 settings.idle_timeout,
+                self._metrics,
             ),
             settings.max_clients,
             settings.max_anonymous,
+            tls.server_context(settings.tls.cert, settings.tls.key) if settings.tls else None,
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
@@ -82,9 +88,33 @@ class Server:
         self._services = handlers.Services(
             store, self._waiters, instance_id, self.settings.limits, pending_logouts,
             self._sweeper,
+            logins.Logins(self.settings.max_login_failures, open_login=self.settings.open_login),
         )  # fmt: skip
         await self._listener.start(self._services)
+        if self._metrics is not None:
+            self._serve_metrics(self._metrics)
         return self.address
+
+    def _serve_metrics(self, found: metrics.Metrics) -> None:
+        settings = self.settings
+        assert settings.metrics_port is not None
+        self._listener.watch(found)
+        if isinstance(self._repo, batching.BatchedRepository):
+            self._repo.watch_batches(found.batch_observer)
+        if self._sweeper is not None:
+            self._sweeper.on_sweep = found.sweep_observer()
+        if self._repo is not None:
+            pool = self._repo.pool
+            found.watch_pool(
+                lambda: pool.get_size() - pool.get_idle_size(), pool.get_idle_size,
+                settings.pool.max_size,
+            )  # fmt: skip
+        try:
+            self._metrics_endpoint = found.serve(settings.metrics_host, settings.metrics_port)
+        except OSError as exc:
+            where = f"{settings.metrics_host}:{settings.metrics_port}"
+            raise errors.CourierError(f"cannot serve metrics on {where}: {exc}") from exc
+        log.info("metrics on http://%s/metrics", self._metrics_endpoint.address)
 
     def _current_instance_id(self) -> int:
         assert self._services is not None
@@ -97,7 +127,7 @@ class Server:
         self._repo = kind(pool, settings.limits, settings.pool)
         self._notifier = listen.NotificationListener(
             settings.dsn, self._waiters.notify_payload, self._waiters.wake_all,
-            settings.notify_check,
+            settings.notify_check, on_disabled=self._listener.end_sessions_of,
         )  # fmt: skip
         await self._notifier.start()
         return self._repo
@@ -145,6 +175,8 @@ class Server:
         for repo in (self._repo, self._health):
             if repo is not None:
                 await repo.close()
+        if self._metrics_endpoint is not None:
+            await asyncio.to_thread(self._metrics_endpoint.close)
 
 
 async def serve(

@@ -27,8 +27,34 @@ class Backend(Protocol):
     """What handlers call: one method per request kind."""
 
     async def register_client(
-        self, name: str, mode: models.ClientMode = ..., *, timing: Timing | None = None
+        self,
+        name: str,
+        mode: models.ClientMode = ...,
+        *,
+        verifier: models.Verifier | None = None,
+        timing: Timing | None = None,
     ) -> models.ClientInfo: ...
+
+    async def get_client(
+        self, client: int | str, *, timing: Timing | None = None
+    ) -> models.ClientInfo: ...
+
+    async def auth_verifier(
+        self, client: int | str, *, timing: Timing | None = None
+    ) -> tuple[int, models.Verifier] | None: ...
+
+    async def login_verified(
+        self, client_id: int, instance_id: int, *, timing: Timing | None = None
+    ) -> models.ClientInfo: ...
+
+    async def set_secret(
+        self, actor_id: int, client_id: int, verifier: models.Verifier, *,
+        timing: Timing | None = None,
+    ) -> None: ...  # fmt: skip
+
+    async def set_client_enabled(
+        self, actor_id: int, client_id: int, enabled: bool, *, timing: Timing | None = None
+    ) -> None: ...
 
     async def login(
         self, client: int | str, instance_id: int, *, timing: Timing | None = None
@@ -48,7 +74,12 @@ class Backend(Protocol):
     ) -> models.Queue: ...
 
     async def delete_queue(
-        self, queue_id: int, *, if_empty: bool = False, timing: Timing | None = None
+        self,
+        queue_id: int,
+        *,
+        if_empty: bool = False,
+        actor: int | None = None,
+        timing: Timing | None = None,
     ) -> None: ...
 
     async def get_queue(
@@ -152,7 +183,11 @@ class Backend(Protocol):
     ) -> int: ...
 
     async def configure_queue(
-        self, settings: models.QueueSettings, *, timing: Timing | None = None
+        self,
+        settings: models.QueueSettings,
+        *,
+        actor: int | None = None,
+        timing: Timing | None = None,
     ) -> models.QueueSettings: ...
 
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep: ...

@@ -43,7 +43,7 @@ from typing import Any
 from courier import config, errors, protocol
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
-from courier.server import admission, backend, handlers, measurement_hook, session
+from courier.server import admission, backend, handlers, measurement_hook, metrics, session
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +72,7 @@ class ConnectionSettings:
     """Seconds a connection may stay open without logging in."""
     idle_timeout: float = config.DEFAULT_IDLE_TIMEOUT
     """Seconds a logged-in client may send nothing before it is taken for dead."""
+    metrics: metrics.Metrics | None = None
 
 
 class Connection:
@@ -97,6 +98,7 @@ class Connection:
         self._start_login_clock()
         self._seat = admission.Seat(places, self)
         self._recorder = settings.recorder
+        self._metrics = settings.metrics
         self._decoder = protocol.Decoder(settings.max_frame_bytes)
         self.session = session.Session()
         self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
@@ -107,6 +109,8 @@ class Connection:
         self._stopping = False
         self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
         self._written = 0  # bytes handed to the transport, to tell whether the peer reads
+        peer = writer.get_extra_info("peername")
+        self._peer_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
 
     @property
     def peer(self) -> str:
@@ -283,6 +287,9 @@ class Connection:
         encode_ns = time.perf_counter_ns()
         data, sent = self._encode_reply(raw, reply)
         written_ns = self._write(data)
+        if self._metrics is not None and raw.request_id != constants.PROBE_REQUEST_ID:
+            code = sent.status if type(sent) is frames.ErrorReply else 0
+            self._metrics.answered(raw.opcode, code, (written_ns - request.arrived_ns) / 1e9)
         if self._recorder is not None and raw.request_id != constants.PROBE_REQUEST_ID:
             self._record(
                 request, left, sent, timing, (started_ns, parsed_ns, encode_ns, written_ns)
@@ -315,7 +322,7 @@ class Connection:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[Opcode(opcode)]
         context = handlers.Context(self._services, current, timing, self._cancel_waiting,
-                                   self._seat)  # fmt: skip
+                                   self._seat, self._peer_host)  # fmt: skip
         result = await handler(context, request)
         if not isinstance(result, handlers.SessionChange):
             return result, current

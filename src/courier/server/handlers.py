@@ -13,13 +13,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from courier import config, errors, models, protocol
+from courier import config, errors, models, protocol, scram
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
-from courier.server import backend, logouts, session, sweeper, waiters
+from courier.server import backend, logins, logouts, session, sweeper, waiters
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,7 @@ class Services:
     limits: config.Limits
     logouts: logouts.PendingLogouts
     sweeper: sweeper.Sweeper | None = None
+    logins: logins.Logins = field(default_factory=logins.Logins)
 
     def due_in(self, milliseconds: int | None) -> None:
         """Something held falls due then: let the sweeper know."""
@@ -66,6 +67,8 @@ class Context:
     cancel_waiting: Callable[[int], bool]
     """Ends a waiting request of this connection by its request id (CANCEL)."""
     seat: Seat
+    peer: str = ""
+    """The peer's address (host only): failed logins are counted by it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,26 +85,107 @@ async def ping(ctx: Context, request: frames.Ping) -> frames.Pong:
 
 
 async def register(ctx: Context, request: frames.Register) -> frames.ClientReply:
+    creator = ctx.session.client
+    if request.mode is models.ClientMode.ADMIN and (
+        creator is None or creator.mode is not models.ClientMode.ADMIN
+    ):
+        raise errors.NotAuthorised("only an admin may create an admin client")
+    if request.verifier is None and not ctx.services.logins.open_login:
+        raise errors.BadRequest("register with a secret (its verifier): this server requires one")
     client = await ctx.services.backend.register_client(
-        request.name, request.mode, timing=ctx.timing
+        request.name, request.mode, verifier=request.verifier, timing=ctx.timing
     )
     return frames.ClientReply(client)
 
 
 async def login(ctx: Context, request: frames.Login) -> SessionChange:
+    """Open login, by name or id alone: only on a server started with open login."""
     if ctx.session.client is not None:
         raise errors.BadRequest(f"already logged in as {ctx.session.client.name!r}; log out first")
     key = request.client_id if request.client_id is not None else request.name
     if key is None:
         raise errors.BadRequest("log in by client id or by name")
+    if not ctx.services.logins.open_login:
+        raise logins.failed()
+    client = await take_seat(ctx, key)
+    return SessionChange(frames.ClientReply(client), session.Session(client))
+
+
+async def take_seat(ctx: Context, key: int | str, *, verified: bool = False) -> models.ClientInfo:
+    """Open the session in the database, holding a logged-in place meanwhile."""
     services = ctx.services
     ctx.seat.log_in()  # before the database: a full server turns the client away
     try:
-        client = await services.backend.login(key, services.instance_id, timing=ctx.timing)
+        if verified:
+            assert isinstance(key, int)
+            return await services.backend.login_verified(
+                key, services.instance_id, timing=ctx.timing
+            )
+        return await services.backend.login(key, services.instance_id, timing=ctx.timing)
     except BaseException:
         ctx.seat.log_out()
         raise
-    return SessionChange(frames.ClientReply(client), session.Session(client))
+
+
+async def login_start(ctx: Context, request: frames.LoginStart) -> SessionChange:
+    if ctx.session.client is not None:
+        raise errors.BadRequest(f"already logged in as {ctx.session.client.name!r}; log out first")
+    key = request.client_id if request.client_id is not None else request.name
+    if key is None:
+        raise errors.BadRequest("log in by client id or by name")
+    user = scram.user_name(request.client_id, request.name)
+    services = ctx.services
+    services.logins.throttle.check(logins.name_key(user), logins.peer_key(ctx.peer))
+    found = await services.backend.auth_verifier(key, timing=ctx.timing)
+    client_id, verifier = found if found is not None else (None, None)
+    held, nonce, answered = services.logins.challenge(
+        user, request.client_nonce, verifier, client_id
+    )
+    reply = frames.LoginChallenge(nonce, answered.salt, answered.iterations)
+    return SessionChange(reply, session.Session(challenge=held))
+
+
+async def login_proof(ctx: Context, request: frames.LoginProof) -> SessionChange:
+    """Check the proof; either way the challenge is used up."""
+    held = ctx.session.challenge
+    if ctx.session.client is not None or held is None:
+        raise errors.BadRequest("send LOGIN_START first: a proof answers its challenge")
+    services = ctx.services
+    keys = (logins.name_key(held.user), logins.peer_key(ctx.peer))
+    try:
+        client_id = services.logins.check_proof(held, request.proof)
+        client = await take_seat(ctx, client_id, verified=True)
+    except errors.CourierError as exc:  # answered here, so that the session drops it
+        if isinstance(exc, errors.NotAuthorised):
+            services.logins.throttle.failure(*keys)
+        return SessionChange(frames.ErrorReply(exc.status, exc.message), session.Session())
+    services.logins.throttle.success(keys[0])
+    signature = scram.server_signature(held.server_key, held.auth_message)
+    return SessionChange(frames.LoginReply(client, signature), session.Session(client))
+
+
+async def set_secret(ctx: Context, request: frames.SetSecret) -> frames.Done:
+    actor = ctx.session.require_client()
+    target = await client_id_of(ctx, request.client_id, request.name)
+    await ctx.services.backend.set_secret(actor.id, target, request.verifier, timing=ctx.timing)
+    return frames.Done()
+
+
+async def set_client_enabled(ctx: Context, request: frames.SetClientEnabled) -> frames.Done:
+    actor = ctx.session.require_admin("disable or enable a client")
+    target = await client_id_of(ctx, request.client_id, request.name)
+    await ctx.services.backend.set_client_enabled(
+        actor.id, target, request.enabled, timing=ctx.timing
+    )
+    return frames.Done()
+
+
+async def client_id_of(ctx: Context, client_id: int | None, name: str | None) -> int:
+    if client_id is not None:
+        return client_id
+    if name is None:
+        raise errors.BadRequest("name the client by id or by name")
+    return (await ctx.services.backend.get_client(name, timing=ctx.timing)).id
 
 
 async def logout(ctx: Context, request: frames.Logout) -> SessionChange:
@@ -123,8 +207,9 @@ async def create_queue(ctx: Context, request: frames.CreateQueue) -> frames.Queu
 
 async def delete_queue(ctx: Context, request: frames.DeleteQueue) -> frames.Done:
     await ctx.services.backend.delete_queue(
-        request.queue_id, if_empty=request.if_empty, timing=ctx.timing
-    )
+        request.queue_id, if_empty=request.if_empty, actor=ctx.session.require_client().id,
+        timing=ctx.timing,
+    )  # fmt: skip
     return frames.Done()
 
 
@@ -420,7 +505,9 @@ async def configure_queue(
         request.queue_id, request.max_deliveries, request.dead_letter_queue,
         request.dead_letter_expired, request.max_messages, request.max_bytes, request.overflow,
     )  # fmt: skip
-    configured = await ctx.services.backend.configure_queue(settings, timing=ctx.timing)
+    configured = await ctx.services.backend.configure_queue(
+        settings, actor=ctx.session.require_client().id, timing=ctx.timing
+    )
     return frames.QueueSettingsReply(configured)
 
 
@@ -433,7 +520,7 @@ async def queues_for_me(ctx: Context, request: frames.QueuesForMe) -> frames.Que
 
 Handler = Callable[[Context, Any], Awaitable[frames.Reply | SessionChange]]
 
-CHANGES_SESSION = frozenset({Opcode.LOGIN, Opcode.LOGOUT})
+CHANGES_SESSION = frozenset({Opcode.LOGIN, Opcode.LOGOUT, Opcode.LOGIN_START, Opcode.LOGIN_PROOF})
 """Opcodes whose handlers may return a SessionChange: the connection reads no further
 request until such a one is answered, so every request sees the session as it was
 when the request arrived."""
@@ -443,6 +530,10 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.REGISTER: register,
     Opcode.LOGIN: login,
     Opcode.LOGOUT: logout,
+    Opcode.LOGIN_START: login_start,
+    Opcode.LOGIN_PROOF: login_proof,
+    Opcode.SET_SECRET: set_secret,
+    Opcode.SET_CLIENT_ENABLED: set_client_enabled,
     Opcode.CREATE_QUEUE: create_queue,
     Opcode.DELETE_QUEUE: delete_queue,
     Opcode.GET_QUEUE: get_queue,

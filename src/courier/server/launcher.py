@@ -19,6 +19,7 @@ import contextlib
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-from courier import errors, protocol
+from courier import errors, protocol, tls
 from courier.protocol import constants
 
 SERVE = [sys.executable, "-m", "courier.cli.serve"]
@@ -83,12 +84,14 @@ def serve_environment(inherit_settings: bool, dsn: object) -> dict[str, str]:
     return environment
 
 
-def answers_ping(host: str, port: int, timeout: float = 1.0) -> bool:
+def answers_ping(
+    host: str, port: int, timeout: float = 1.0, context: ssl.SSLContext | None = None
+) -> bool:
     """Whether a Courier middleware answers a PING at this address (a probe: a
-    recording middleware leaves it out of its records)."""
+    recording middleware leaves it out of its records); over TLS with ``context``."""
     decoder = protocol.Decoder()
     try:
-        with socket.create_connection((host, port), timeout=timeout) as sock:
+        with _connect(host, port, timeout, context) as sock:
             sock.sendall(protocol.encode(constants.PROBE_REQUEST_ID, protocol.Ping()))
             while data := sock.recv(4096):
                 if frames := decoder.feed(data):
@@ -96,6 +99,17 @@ def answers_ping(host: str, port: int, timeout: float = 1.0) -> bool:
     except (OSError, errors.CourierError):
         pass
     return False
+
+
+def _connect(host: str, port: int, timeout: float, context: ssl.SSLContext | None) -> socket.socket:
+    plain = socket.create_connection((host, port), timeout=timeout)
+    if context is None:
+        return plain
+    try:
+        return context.wrap_socket(plain, server_hostname=host)
+    except BaseException:
+        plain.close()
+        raise
 
 
 @dataclass
@@ -106,6 +120,8 @@ class Middleware:
     process: subprocess.Popen[bytes]
     log_path: Path
     host: str = HOST
+    ca: Path | None = None
+    """The CA its TLS certificate chains to (None: it speaks plaintext)."""
 
     @classmethod
     def start(
@@ -117,7 +133,8 @@ class Middleware:
         **options: object,
     ) -> Middleware:
         """Launch one on ``port`` (a free one by default) with ``options`` as its flags
-        (all but ``dsn``, which goes in DSN_VARIABLE).
+        (all but ``dsn``, which goes in DSN_VARIABLE, and ``ca``, the CA that its
+        ``tls_cert`` chains to, which the readiness check trusts).
 
         Its settings come from those alone unless ``inherit_settings``, which lets
         the COURIER_* environment of the parent reach it too.
@@ -126,6 +143,7 @@ class Middleware:
         log_dir.mkdir(parents=True, exist_ok=True)
         log_path = log_dir / f"serve-{port}.log"
         dsn = options.pop("dsn", None)
+        ca = options.pop("ca", None)
         command = [*SERVE, "--host", HOST, "--port", str(port), *serve_flags(options)]
         environment = serve_environment(inherit_settings, dsn)
         with log_path.open("ab") as log:
@@ -133,7 +151,7 @@ class Middleware:
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=environment,
                 start_new_session=True,
             )  # fmt: skip
-        return cls(port, process, log_path)
+        return cls(port, process, log_path, ca=Path(str(ca)) if ca is not None else None)
 
     @property
     def address(self) -> str:
@@ -153,7 +171,8 @@ class Middleware:
         earlier run would answer too, while the child fails to bind it.
         """
         deadline = time.monotonic() + timeout
-        while not (self._listening() and answers_ping(self.host, self.port)):
+        context = tls.client_context(self.ca) if self.ca is not None else None
+        while not (self._listening() and answers_ping(self.host, self.port, context=context)):
             if self.process.poll() is not None:
                 raise LaunchFailed(
                     f"the middleware on {self.address} exited with {self.process.returncode}:\n"

@@ -4,6 +4,7 @@ Every connection is accepted, as one that has not logged in. Beyond
 ``max_anonymous`` of those, the oldest is told SERVER_FULL (request id 0) and
 closed to make room; a LOGIN beyond ``max_clients`` logged-in connections is
 answered SERVER_FULL (see ``admission``). The clients logged in notice nothing.
+Given an SSL context, the listener speaks TLS only (see ``tls_gate``).
 """
 
 from __future__ import annotations
@@ -11,27 +12,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 
 from courier import errors, protocol
-from courier.server import admission, connection, handlers
+from courier.server import admission, connection, handlers, metrics, tls_gate
 
 log = logging.getLogger(__name__)
 
 
 class Listener:
     def __init__(
-        self, settings: connection.ConnectionSettings, max_clients: int, max_anonymous: int
+        self,
+        settings: connection.ConnectionSettings,
+        max_clients: int,
+        max_anonymous: int,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._services: handlers.Services | None = None
+        self._tls = tls
         self._settings = settings
         self._places: admission.Admission[connection.Connection] = admission.Admission(
             max_clients, max_anonymous
         )
         self._connections: dict[connection.Connection, asyncio.Task[None]] = {}
         self._server: asyncio.Server | None = None
+        self._gate: tls_gate.TlsGate | None = None  # instead of _server when serving TLS
 
     def __len__(self) -> int:
         return len(self._connections)
+
+    def watch(self, found: metrics.Metrics) -> None:
+        """Let the metrics count the connections open and logged in when scraped."""
+        places = self._places
+        found.watch_connections(lambda: len(self._connections), lambda: places.logged_in)
 
     def serves(self, client_id: int) -> bool:
         """Whether a connection here is logged in as this client."""
@@ -40,19 +53,34 @@ class Listener:
             for conn in self._connections
         )
 
+    def end_sessions_of(self, client_id: int) -> None:
+        """The client was disabled: close every connection logged in as it."""
+        for conn in list(self._connections):
+            if conn.session.client is not None and conn.session.client.id == client_id:
+                log.info("client %d was disabled; closing its connection", client_id)
+                conn.stop(graceful=False)
+
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Open the listening socket (not yet accepting); returns the bound address."""
+        if self._tls is not None:
+            self._gate = tls_gate.TlsGate(self._tls, self._settings.frame_timeout, self._accept)
+            return self._gate.bind(host, port)
         self._server = await asyncio.start_server(self._accept, host, port, start_serving=False)
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 
     async def start(self, services: handlers.Services) -> None:
         """Start accepting; connections use ``services`` from now on."""
-        assert self._server is not None, "bind first"
         self._services = services
+        if self._gate is not None:
+            self._gate.start()
+            return
+        assert self._server is not None, "bind first"
         await self._server.start_serving()
 
     def stop_accepting(self) -> None:
+        if self._gate is not None:
+            self._gate.close()
         if self._server is not None:
             self._server.close()
 

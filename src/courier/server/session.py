@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from courier import errors, models
+from courier.server import logins
 
 
 @dataclass(frozen=True, slots=True)
 class Session:
     client: models.ClientInfo | None = None
+    challenge: logins.Challenge | None = None
+    """A login between LOGIN_START and LOGIN_PROOF (the next LOGIN_PROOF consumes it)."""
 
     @property
     def client_id(self) -> int:
@@ -32,4 +35,11 @@ class Session:
         client = self.require_client()
         if client.mode is models.ClientMode.READ_ONLY:
             raise errors.NotAuthorised(f"client {client.name!r} is read-only and cannot send")
+        return client
+
+    def require_admin(self, action: str) -> models.ClientInfo:
+        """The logged-in client, if it is an admin."""
+        client = self.require_client()
+        if client.mode is not models.ClientMode.ADMIN:
+            raise errors.NotAuthorised(f"only an admin may {action}")
         return client

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
@@ -47,6 +48,8 @@ class Sweeper:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._next_due: float | None = None  # loop time of the next planned sweep
+        self.on_sweep: Callable[[repository.Sweep], None] | None = None
+        """Told what every sweep did (the metrics' returned and expired messages)."""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -81,6 +84,8 @@ class Sweeper:
         except Exception as exc:
             log.warning("sweeping held and expired messages failed: %s", exc)
             return ERROR_PAUSE
+        if self.on_sweep is not None:
+            self.on_sweep(done)
         if done.returned >= BATCH or done.expired >= BATCH:
             return 0.0
         if done.next_due is None:

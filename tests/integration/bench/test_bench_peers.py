@@ -76,7 +76,23 @@ def test_the_spec_says_what_ran(run: dict[str, Any]) -> None:
     assert spec["systems"] == list(SYSTEMS)
     assert spec["clients"] == list(LEVELS)
     assert spec["database"] == "fresh embedded PostgreSQL, durable"
+    # The middleware required secrets: every client logged in with its own (SCRAM).
+    assert spec["login"] == "secret" and spec["tls"] is False
     assert run["document"]["environment"]["servers"]["postgresql"]
+
+
+def test_a_tls_run_with_open_logins_does_its_work(tmp_path: Path) -> None:
+    result = bench(
+        tmp_path, "--systems", "courier", "--clients", "2", "--duration", "1", "--warmup",
+        "0.5", "--batch", "10", "--tls", "--login", "open", "--rabbitmq", "none",
+        "--json", "out.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert document["spec"]["tls"] is True and document["spec"]["login"] == "open"
+    (level,) = document["results"]
+    assert level["errors"] == 0, level["last_error"]
+    assert level["sends"] > 0 and level["pops"] > 0
 
 
 def test_the_plot_is_a_png(run: dict[str, Any]) -> None:

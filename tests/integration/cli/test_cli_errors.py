@@ -36,7 +36,8 @@ def test_each_error_has_its_message_and_exit_code(courier: Courier, unique: Uniq
         5,
         f"queue '{queue}' is not empty",
     )
-    fails(courier("send", queue, "x", "--as", "ghost"), 7, "no client is registered as 'ghost'")
+    # An unknown name fails as a wrong secret does: the one answer of a failed login.
+    fails(courier("send", queue, "x", "--as", "ghost"), 12, "login failed")
     fails(courier("register", me), 8, f"a client named '{me}' already exists")
     fails(
         courier("send", queue, "x", "--priority", "0", "--as", me),

@@ -45,7 +45,7 @@ async def test_a_killed_server_fails_the_call_in_flight_then_the_client_carries_
 
     lost = [call for call in calls if call.status == "CONNECTION_LOST"]
     assert [(call.operation, call.server) for call in lost] == [("receive", address(doomed))]
-    logins = [call for call in calls if call.operation == "login" and call.status == "OK"]
+    logins = [call for call in calls if call.operation == "login_proof" and call.status == "OK"]
     assert [call.server for call in logins] == [address(doomed), address(survivor)]
 
 

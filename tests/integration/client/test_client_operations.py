@@ -159,7 +159,7 @@ async def test_a_stale_cached_name_is_looked_up_again(
     alice = await logged_in(connect, servers[0], unique("alice"))
     bob = await logged_in(connect, servers[0], unique("bob"))
     name = unique("q")
-    old = await alice.create_queue(name)
+    old = await bob.create_queue(name)  # bob's: only he (or an admin) may delete it
     await alice.send(name, "first")  # alice now caches name -> old.id
     await bob.delete_queue(name)
     new = await bob.create_queue(name)

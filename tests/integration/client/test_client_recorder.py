@@ -37,7 +37,8 @@ async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique
     ended = time.time_ns()
 
     assert [(call.operation, call.status) for call in calls] == [
-        ("login", "OK"),
+        ("login_start", "OK"),
+        ("login_proof", "OK"),
         ("ping", "OK"),
         ("create_queue", "OK"),
         ("send", "OK"),
@@ -46,8 +47,9 @@ async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique
         ("logout", "OK"),
     ]
     assert {call.server for call in calls} == {server}
-    # The LOGIN too: its record takes the id from its reply, as the server's does.
-    assert [call.client_id for call in calls] == [client.client_id] * len(calls)
+    # The LOGIN_PROOF too: its record takes the id from its reply, as the server's does;
+    # before it, the LOGIN_START's has none (0), as the server's has not either.
+    assert [call.client_id for call in calls] == [0] + [client.client_id] * (len(calls) - 1)
     request_ids = [call.request_id for call in calls]
     assert request_ids == sorted(set(request_ids))
     for call in calls:
@@ -58,11 +60,11 @@ async def test_every_call_leaves_one_record(servers: list[ServerProcess], unique
         assert call.bytes_sent >= protocol.HEADER_SIZE
         assert call.bytes_received > protocol.HEADER_SIZE  # every reply has a status
     # The send's record carries the id it stored, the pop's the id it took.
-    send, pop = calls[3:5]
+    send, pop = calls[4:6]
     assert send.message_ids == pop.message_ids and len(send.message_ids) == 1
     assert send.queue_ids == pop.queue_ids == (queue.id,)
-    assert [call.message_ids for call in calls if call not in (send, pop)] == [()] * 5
-    ping = calls[1]
+    assert [call.message_ids for call in calls if call not in (send, pop)] == [()] * 6
+    ping = calls[2]
     assert (ping.bytes_sent, ping.bytes_received) == (PING_BYTES, PONG_BYTES)
     starts = [call.start_ns for call in calls]
     assert starts == sorted(starts)

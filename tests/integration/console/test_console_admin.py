@@ -7,7 +7,7 @@ import pytest
 from courier import errors
 from courier.console import auth
 from courier.db import repository
-from helpers.consoles import RunningConsole
+from helpers.consoles import RunningConsole, csrf_token
 
 BAD_TOKENS = [{}, {auth.HEADER: ""}, {auth.HEADER: "wrong"}]
 
@@ -137,10 +137,11 @@ async def test_signing_in_sets_a_cookie_that_the_forms_accept(
     assert signed_in.status_code == 303
     cookie_header = signed_in.headers["set-cookie"].lower()
     assert "httponly" in cookie_header and "samesite=strict" in cookie_header
-    deleted = await console.http.post(f"/queues/{queue_id}/delete", data={})
+    csrf = {"csrf_token": await csrf_token(console.http)}
+    deleted = await console.http.post(f"/queues/{queue_id}/delete", data=csrf)
     assert deleted.status_code == 303
     assert await queue_names(repo) == []
-    await console.http.post("/admin/sign-out")
+    assert (await console.http.post("/admin/sign-out", data=csrf)).status_code == 303
     refused = await console.http.post("/queues", data={"name": "after sign-out"})
     assert refused.status_code == 403
     assert await queue_names(repo) == []

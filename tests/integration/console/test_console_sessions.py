@@ -10,7 +10,7 @@ import httpx
 
 from courier.console import auth
 from courier.db import repository
-from helpers.consoles import RunningConsole, StartConsole
+from helpers.consoles import RunningConsole, StartConsole, csrf_token
 
 VIEWER = "console-test-viewer-token"
 SECRET = "session-secret-body"
@@ -53,7 +53,8 @@ async def test_the_admin_cookie_carries_a_session_not_the_token(
         refused = await forged.post("/queues", data={"name": "forged"})
     assert refused.status_code == 403
     async with with_cookie(console, again) as copy:
-        created = await copy.post("/queues", data={"name": "by-session"})
+        csrf = await csrf_token(copy)
+        created = await copy.post("/queues", data={"name": "by-session", "csrf_token": csrf})
     assert created.status_code == 303
     assert await queue_names(repo) == ["jobs", "by-session"]
 
@@ -63,9 +64,10 @@ async def test_signing_out_ends_the_session_on_the_server(
 ) -> None:
     await seeded(repo)
     session_id = await sign_in(console, "/admin/sign-in", {"admin_token": console.admin_token})
-    await console.http.post("/admin/sign-out")
+    csrf = await csrf_token(console.http)
+    assert (await console.http.post("/admin/sign-out", data={"csrf_token": csrf})).is_redirect
     async with with_cookie(console, session_id) as copy:
-        refused = await copy.post("/queues", data={"name": "after sign-out"})
+        refused = await copy.post("/queues", data={"name": "after sign-out", "csrf_token": csrf})
     assert refused.status_code == 403
     assert "Admin token needed" in refused.text
     assert await queue_names(repo) == ["jobs"]
@@ -76,9 +78,12 @@ async def test_a_session_expires(start_console: StartConsole, repo: repository.R
     console = await start_console(session_ttl_s=0.5)
     session_id = await sign_in(console, "/admin/sign-in", {"admin_token": console.admin_token})
     async with with_cookie(console, session_id) as copy:
-        assert (await copy.post("/queues", data={"name": "in-time"})).status_code == 303
+        csrf = await csrf_token(copy)
+        in_time = {"name": "in-time", "csrf_token": csrf}
+        assert (await copy.post("/queues", data=in_time)).status_code == 303
         await asyncio.sleep(0.6)
-        assert (await copy.post("/queues", data={"name": "too-late"})).status_code == 403
+        too_late = {"name": "too-late", "csrf_token": csrf}
+        assert (await copy.post("/queues", data=too_late)).status_code == 403
     assert await queue_names(repo) == ["jobs", "in-time"]
 
 
@@ -116,9 +121,10 @@ async def test_a_viewer_reads_with_the_token_or_a_session(
     assert VIEWER not in session_id
     async with with_cookie(console, session_id) as viewer:
         assert SECRET in (await viewer.get(f"/messages/{message_id}")).text
-        refused = await viewer.post("/queues", data={"name": "viewers cannot"})
+        csrf = await csrf_token(viewer)
+        refused = await viewer.post("/queues", data={"name": "viewers cannot", "csrf_token": csrf})
         assert refused.status_code == 403  # a viewer session is no admin session
-        await viewer.post("/admin/sign-out")
+        await viewer.post("/admin/sign-out", data={"csrf_token": csrf})
         assert (await viewer.get(f"/messages/{message_id}")).status_code == 401
     assert await queue_names(repo) == ["jobs"]
 
@@ -131,5 +137,7 @@ async def test_the_admin_token_signs_in_to_read_as_admin(
     session_id = await sign_in(console, "/sign-in", {"viewer_token": console.admin_token})
     async with with_cookie(console, session_id) as admin:
         assert (await admin.get("/")).status_code == 200
-        assert (await admin.post("/queues", data={"name": "by-admin"})).status_code == 303
+        csrf = await csrf_token(admin)
+        by_admin = {"name": "by-admin", "csrf_token": csrf}
+        assert (await admin.post("/queues", data=by_admin)).status_code == 303
     assert await queue_names(repo) == ["jobs", "by-admin"]

@@ -336,6 +336,36 @@ async def test_leased_pops_and_acks_ride_the_batch_and_fail_alone(
     assert batched.batches == [5]  # one call answered all five, each on its own
 
 
+async def test_a_call_takes_no_more_leased_pops_than_its_subtransaction_budget(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    instance = (await batched.register_instance("127.0.0.1:1")).id
+    reader = await batched.register_client("leaser")
+    count = 2 * batching.SUBTRANSACTIONS_PER_CALL + 10
+    await batched.send_many(writer.id, [queue.id], [models.Draft(b"m") for _ in range(count)])
+    lease = repository.Lease(30_000, instance)
+    batched.batches.clear()
+    taken = await asyncio.gather(
+        *(batched.read(reader.id, queue_id=queue.id, pop=True, lease=lease) for _ in range(count))
+    )
+    assert len({m.id for m in taken}) == count  # each message leased once
+    assert max(batched.batches) <= batching.SUBTRANSACTIONS_PER_CALL
+    assert sum(batched.batches) >= count - 1  # all batched, but for a first one alone
+
+
+async def test_plain_pops_share_one_call_beyond_the_subtransaction_budget(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    count = 2 * batching.SUBTRANSACTIONS_PER_CALL
+    await batched.send_many(writer.id, [queue.id], [models.Draft(b"m") for _ in range(count)])
+    batched.batches.clear()
+    taken = await asyncio.gather(
+        *(batched.read(writer.id, queue_id=queue.id, pop=True) for _ in range(count))
+    )
+    assert len({m.id for m in taken}) == count
+    assert max(batched.batches) > batching.SUBTRANSACTIONS_PER_CALL  # set-based: no budget
+
+
 async def test_sends_with_options_ride_the_batch_and_fail_alone(
     batched: CountingRepository, writer: models.ClientInfo, reader: models.ClientInfo,
     queue: models.Queue,

@@ -15,7 +15,12 @@ from courier.server import launcher
 async def test_a_hand_run_load_process_records_like_the_runners(dsn: str, tmp_path: Path) -> None:
     record_dir = tmp_path / "r000"
     server = launcher.Middleware.start(
-        tmp_path / "logs", dsn=dsn, record_dir=record_dir, run_id="r000", pool_size=2
+        tmp_path / "logs",
+        dsn=dsn,
+        record_dir=record_dir,
+        run_id="r000",
+        pool_size=2,
+        open_login=True,
     )
     try:
         await server.ready()

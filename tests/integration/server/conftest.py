@@ -4,6 +4,10 @@ start_server(**options)  starts `courier serve` on the test's database (``dsn``)
                          with short heartbeat/ttl; options are serve flags
                          (max_clients=2, ..., or dsn= another database); stopped
                          with SIGTERM afterwards
+                         The servers take open logins too (``open_login=False``
+                         to refuse them): these tests speak raw LOGIN frames to
+                         reach what lies behind a login; logins with secrets are
+                         tested in test_server_auth.py.
 server                   one started server
 connect(server)          a ``WireClient`` on it, closed afterwards
 """
@@ -22,7 +26,12 @@ from helpers.servers import ServerProcess, StartServer, starting_servers
 @pytest.fixture
 async def start_server(dsn: str, tmp_path: Path) -> AsyncIterator[StartServer]:
     async with starting_servers(dsn, tmp_path) as start:
-        yield start
+
+        async def start_open(**options: object) -> ServerProcess:
+            options.setdefault("open_login", True)
+            return await start(**options)
+
+        yield start_open
 
 
 @pytest.fixture

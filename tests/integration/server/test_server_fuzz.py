@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,7 +22,7 @@ from courier import errors, models, protocol
 from courier.bench import fuzzclients
 from courier.client import Client
 from courier.protocol import frames
-from helpers.servers import ServerProcess, address
+from helpers.servers import ServerProcess, address, starting_servers
 
 FUZZ_QUEUE = 2**33 + 5  # the valid frames name ids nobody has, so they change nothing
 FUZZ_CLIENT = 2**33 + 9
@@ -94,8 +94,8 @@ class GoodClient:
     def __init__(self, server: ServerProcess) -> None:
         name = f"fuzz-good-{next(names)}"
         self.client = Client.connect(address(server))
-        self.client.register(name)
-        self.me = self.client.login(name=name).id
+        self.client.register(name, secret=name)
+        self.me = self.client.login(name=name, secret=name).id
         self.queue = self.client.create_queue(name).id
         self.sent = 0
 
@@ -113,6 +113,15 @@ class GoodClient:
     @property
     def guard(self) -> fuzzclients.Guard:
         return fuzzclients.Guard.protecting([self.queue], [self.me])
+
+
+@pytest.fixture(scope="module")
+async def servers(
+    module_dsn: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[list[ServerProcess]]:
+    """The fuzz frames log in openly (by name, as fuzz clients of the lab do)."""
+    async with starting_servers(module_dsn, tmp_path_factory.mktemp("servers")) as start:
+        yield [await start(open_login=True)]
 
 
 @pytest.fixture(scope="module")

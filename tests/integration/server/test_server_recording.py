@@ -21,7 +21,9 @@ async def recorded(
     dsn: str,
 ) -> AsyncIterator[tuple[WireClient, list[measurement_hook.RequestRecord]]]:
     records: list[measurement_hook.RequestRecord] = []
-    settings = config.ServerSettings(dsn=dsn, port=0, heartbeat_interval=0.2, instance_ttl=2)
+    settings = config.ServerSettings(
+        dsn=dsn, port=0, heartbeat_interval=0.2, instance_ttl=2, open_login=True
+    )
     server = app.Server(
         settings, recorder=lambda row: records.append(measurement_hook.RequestRecord._make(row))
     )

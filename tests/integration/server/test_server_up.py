@@ -112,6 +112,15 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         for pid in state["pids"]:
             assert password not in " ".join(psutil.Process(pid).cmdline())
 
+        # The admin client's secret is in the credentials file (0600), not on the terminal.
+        kept = data_dir / "credentials.json"
+        assert kept.stat().st_mode & 0o777 == 0o600
+        admin_secret = json.loads(kept.read_text())["clients"]["admin"]
+        assert admin_secret not in log.read_text()
+        assert f"its secret is in {kept}" in log.read_text()
+        assert "log in with --as admin" in log.read_text()
+        courier_command("admin", "create", "ops", "--as", "admin", env=env)
+
         # Other shells with the same COURIER_DATA_DIR and no other setting find it.
         courier_command("register", "alice", env=env)
         courier_command("queue", "create", "found-by-data-dir", "--as", "alice", env=env)
@@ -124,6 +133,41 @@ def test_up_starts_and_stops_a_whole_system(tmp_path: Path) -> None:
         assert not (data_dir / "up.json").exists()
         assert not any(is_alive(pid) for pid in state["pids"])
         assert database.status().state is not embedded.State.RUNNING
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        embedded.EmbeddedPostgres(data_dir / "pg").stop()
+
+
+def test_up_with_tls_makes_a_ca_and_client_commands_use_it(tmp_path: Path) -> None:
+    data_dir = tmp_path / "courier"
+    port = free_port()
+    log = tmp_path / "up.log"
+    env = environment_without_settings()
+    env["COURIER_DATA_DIR"] = str(data_dir)
+    command = [str(COURIER), "up", "--tls", "--port", str(port)]
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=output, stderr=output, env=env
+        )
+    try:
+        state = wait_for_file(data_dir / "up.json", process, log)
+        ca = Path(state["ca"])
+        assert ca.parent == data_dir / "tls" and ca.is_file()
+        assert (data_dir / "tls").stat().st_mode & 0o777 == 0o700
+        assert (data_dir / "tls" / "server.key").stat().st_mode & 0o777 == 0o600
+        # Client commands in another shell find the servers and trust the CA by themselves.
+        courier_command("register", "tls-user", env=env)
+        courier_command("queue", "create", "secured", "--as", "tls-user", env=env)
+        courier_command("send", "secured", "sealed", "--as", "tls-user", env=env)
+        assert "sealed" in courier_command("pop", "secured", "--as", "tls-user", env=env)
+        with pytest.raises(courier.errors.TlsError):
+            courier.Client.connect(f"127.0.0.1:{port}")  # plaintext is refused
+        with courier.Client.connect(f"127.0.0.1:{port}", ca=ca) as client:
+            assert client.ping() > 0
+        process.send_signal(signal.SIGINT)
+        assert process.wait(60) == 0, log.read_text()
     finally:
         if process.poll() is None:
             process.kill()

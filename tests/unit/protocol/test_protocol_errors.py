@@ -198,7 +198,7 @@ def test_bad_utf8_is_malformed() -> None:
 @pytest.mark.parametrize(
     ("opcode", "flags", "body", "field"),
     [
-        (protocol.Opcode.REGISTER, 0, b"\x00\x01a\x02", "mode"),
+        (protocol.Opcode.REGISTER, 0, b"\x00\x01a\x03\x00", "mode"),
         (protocol.Opcode.READ, 0, bytes(16) + b"\x07\x00", "order"),
         (protocol.Opcode.READ, 0, bytes(16) + b"\x00\x02", "pop"),
         (protocol.Opcode.LOGIN, 0, b"\x03", "lookup"),
@@ -355,7 +355,7 @@ TEXT: Any = "x"  # a str where bytes belong, as code written for str bodies woul
         (1, protocol.Nack(1, reason=""), None, "reason is empty"),
         (1, protocol.Extend(1, 2**32), None, "lease_ms"),
         (1, protocol.QueueSettingsReply(models.QueueSettings(1, 0)), None, "max_deliveries=0"),
-        (1, protocol.Register("n", "admin"), None, "mode"),  # type: ignore[arg-type]
+        (1, protocol.Register("n", "superuser"), None, "mode"),  # type: ignore[arg-type]
         (1, protocol.CreateQueue("q" * 65536), None, "len(name)"),
         (1, protocol.CreateQueue("\ud800"), None, "name"),
         (2**32, protocol.Ping(), None, "request_id"),

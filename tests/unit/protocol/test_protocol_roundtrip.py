@@ -116,9 +116,10 @@ def test_queue_settings_reply_needs_no_opcode() -> None:
     assert round_trip(reply) == reply
 
 
-def test_only_ping_register_and_login_come_before_login() -> None:
+def test_only_ping_register_and_the_logins_come_before_login() -> None:
     opcodes = protocol.Opcode
-    assert {opcodes.PING, opcodes.REGISTER, opcodes.LOGIN} == protocol.PRE_LOGIN_OPCODES
+    logins = {opcodes.LOGIN, opcodes.LOGIN_START, opcodes.LOGIN_PROOF}
+    assert {opcodes.PING, opcodes.REGISTER, *logins} == protocol.PRE_LOGIN_OPCODES
 
 
 def test_codec_does_not_range_check_priority() -> None:

@@ -513,6 +513,69 @@ BEGIN
 END;
 $$;
 
+-- == Auth (migration 0013) ===========================================================
+-- No client has a secret here: the mock tiers run with open login (the lab's).
+
+CREATE FUNCTION courier_check_verifier_v1(
+    p_salt bytea, p_iterations integer, p_stored_key bytea, p_server_key bytea)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_register_client_v2(
+    p_name text, p_mode text, p_salt bytea, p_iterations integer, p_stored_key bytea,
+    p_server_key bytea,
+    OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT courier_mock_id(p_name), p_name, p_mode, false, 0::bigint
+$$;
+
+CREATE FUNCTION courier_auth_verifier_v1(
+    p_id bigint, p_name text,
+    OUT id bigint, OUT salt bytea, OUT iterations integer, OUT stored_key bytea,
+    OUT server_key bytea, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT NULL::bigint, NULL::bytea, NULL::integer, NULL::bytea, NULL::bytea, 0::bigint
+$$;
+
+CREATE FUNCTION courier_login_v2(
+    p_id bigint, p_instance_id bigint,
+    OUT id bigint, OUT name text, OUT mode text, OUT online boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT p_id, 'client-' || p_id, 'read_write', true, 0::bigint $$;
+
+CREATE FUNCTION courier_is_admin_v1(p_client_id bigint)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$ SELECT true $$;
+
+CREATE FUNCTION courier_set_secret_v1(
+    p_actor_id bigint, p_client_id bigint, p_salt bytea, p_iterations integer,
+    p_stored_key bytea, p_server_key bytea, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_set_client_enabled_v1(
+    p_actor_id bigint, p_client_id bigint, p_enabled boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_check_owner_v1(p_actor_id bigint, p_queue_id bigint, p_action text)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_delete_queue_v2(
+    p_actor_id bigint, p_queue_id bigint, p_if_empty boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_configure_queue_v3(
+    p_actor_id bigint, p_queue_id bigint, p_max_deliveries integer,
+    p_dead_letter_queue_id bigint, p_dead_letter_expired boolean, p_max_messages integer,
+    p_max_bytes bigint, p_overflow text,
+    OUT queue_id bigint, OUT max_deliveries integer, OUT dead_letter_queue_id bigint,
+    OUT dead_letter_expired boolean, OUT max_messages integer, OUT max_bytes bigint,
+    OUT overflow text, OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_queue_id, p_max_deliveries, p_dead_letter_queue_id,
+           coalesce(p_dead_letter_expired, false), p_max_messages, p_max_bytes,
+           coalesce(p_overflow, 'refuse'), 0::bigint
+$$;
+
 -- == Properties (migration 0014) ===================================================
 
 CREATE FUNCTION courier_send_v3(

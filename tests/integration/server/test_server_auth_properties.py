@@ -1,0 +1,230 @@
+"""Properties of authentication and authorisation over random sequences of operations
+by several clients, against a real middleware that requires secrets:
+
+- nothing succeeds without a valid login (no login, or a wrong secret);
+- no client ever reads a message addressed to another client;
+- a queue is deleted or configured only by its owner or an admin, and anyone else
+  is refused with NOT_AUTHORISED;
+- a read-only client never sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import courier
+from courier import errors, models, scram
+from courier.db import repository
+from helpers.servers import ServerProcess, StartServer, address
+
+ACTORS = ("ann", "ben", "cat", "ro", "boss")  # ro is read-only, boss an admin
+QUEUES = 3
+_runs = itertools.count()
+
+operations = st.lists(
+    st.one_of(
+        st.tuples(st.just("create"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(st.just("delete"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(st.just("configure"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(
+            st.just("send"),
+            st.sampled_from(ACTORS),
+            st.integers(0, QUEUES - 1),
+            st.sampled_from((None, *ACTORS)),
+        ),
+        st.tuples(st.just("pop"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(st.just("take"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(st.just("anonymous"), st.sampled_from(("create", "send", "pop", "delete"))),
+        st.tuples(st.just("wrong-secret"), st.sampled_from(ACTORS)),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@dataclass
+class World:
+    """What the test expects of the system: who owns which queue."""
+
+    prefix: str
+    ids: dict[str, int] = field(default_factory=dict)
+    owners: dict[int, str] = field(default_factory=dict)  # queue index -> owner, if it exists
+
+    def queue(self, index: int) -> str:
+        return f"{self.prefix}-q{index}"
+
+    def may_change(self, actor: str, index: int) -> bool:
+        return self.owners.get(index) == actor or actor == "boss"
+
+
+@pytest.fixture
+async def secure(start_server: StartServer) -> ServerProcess:
+    # Lockouts are tested on their own: here a wrong guess must not lock out the next.
+    return await start_server(open_login=False, max_login_failures=10_000)
+
+
+@settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=operations)
+def test_no_operation_passes_the_rules_of_login_ownership_and_addressing(
+    secure: ServerProcess, dsn: str, ops: list[tuple[object, ...]]
+) -> None:
+    asyncio.run(run_scenario(address(secure), dsn, ops))
+
+
+async def run_scenario(server: str, dsn: str, ops: list[tuple[object, ...]]) -> None:
+    world = World(f"p{next(_runs)}")
+    clients = await log_everyone_in(server, dsn, world)
+    try:
+        for op in ops:
+            await apply(server, world, clients, op)
+    finally:
+        for client in clients.values():
+            await client.close()
+
+
+def secret_of(world: World, actor: str) -> str:
+    return f"{world.prefix}-{actor}-secret"
+
+
+async def log_everyone_in(server: str, dsn: str, world: World) -> dict[str, courier.AsyncClient]:
+    repo = await repository.Repository.connect(dsn)
+    try:
+        for actor in ACTORS:
+            mode = {"ro": models.ClientMode.READ_ONLY, "boss": models.ClientMode.ADMIN}.get(
+                actor, models.ClientMode.READ_WRITE
+            )
+            verifier = scram.verifier(secret_of(world, actor), iterations=scram.MIN_ITERATIONS)
+            info = await repo.register_client(f"{world.prefix}-{actor}", mode, verifier=verifier)
+            world.ids[actor] = info.id
+    finally:
+        await repo.close()
+    return {
+        actor: await courier.AsyncClient.connect(
+            server, name=f"{world.prefix}-{actor}", secret=secret_of(world, actor)
+        )
+        for actor in ACTORS
+    }
+
+
+async def apply(
+    server: str, world: World, clients: dict[str, courier.AsyncClient], op: tuple[object, ...]
+) -> None:
+    kind = op[0]
+    if kind == "anonymous":
+        await anonymous(server, world, str(op[1]))
+    elif kind == "wrong-secret":
+        with pytest.raises(errors.NotAuthorised, match="login failed"):
+            await courier.AsyncClient.connect(
+                server, name=f"{world.prefix}-{op[1]}", secret="a guess"
+            )
+    else:
+        actor, index = str(op[1]), int(op[2])  # type: ignore[call-overload]
+        await ACTIONS[str(kind)](world, clients[actor], actor, index, *op[3:])
+
+
+async def anonymous(server: str, world: World, what: str) -> None:
+    async with courier.AsyncClient.connect(server) as nobody:
+        with pytest.raises(errors.NotLoggedIn):
+            if what == "create":
+                await nobody.create_queue(world.queue(0) + "-anon")
+            elif what == "send":
+                await nobody.send(1, "sneaky")
+            elif what == "pop":
+                await nobody.pop(1)
+            else:
+                await nobody.delete_queue(1)
+
+
+async def create(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index in world.owners:
+        with pytest.raises(errors.QueueExists):
+            await client.create_queue(world.queue(index))
+        return
+    await client.create_queue(world.queue(index))
+    world.owners[index] = actor
+
+
+async def delete(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await client.delete_queue(world.queue(index))
+    elif not world.may_change(actor, index):
+        with pytest.raises(errors.NotAuthorised, match="only the owner"):
+            await client.delete_queue(world.queue(index))
+    else:
+        await client.delete_queue(world.queue(index))
+        del world.owners[index]
+
+
+async def configure(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await client.configure_queue(world.queue(index), max_deliveries=4)
+    elif not world.may_change(actor, index):
+        with pytest.raises(errors.NotAuthorised, match="only the owner"):
+            await client.configure_queue(world.queue(index), max_deliveries=4)
+    else:
+        settings_ = await client.configure_queue(world.queue(index), max_deliveries=4)
+        assert settings_.max_deliveries == 4
+
+
+async def send(
+    world: World, client: courier.AsyncClient, actor: str, index: int, to: str | None
+) -> None:
+    receiver = None if to is None else world.ids[to]
+    body = f"from {actor} to {to}"
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await client.send(world.queue(index), body, receiver=receiver)
+    elif actor == "ro":
+        with pytest.raises(errors.NotAuthorised, match="read-only"):
+            await client.send(world.queue(index), body, receiver=receiver)
+    else:
+        await client.send(world.queue(index), body, receiver=receiver)
+
+
+async def pop(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await client.pop(world.queue(index))
+        return
+    message = await client.pop(world.queue(index))
+    check_addressed_to(world, actor, [] if message is None else [message])
+
+
+async def take(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    """A batch read with a lease, acknowledged: the batched data path."""
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await client.receive_many(world.queue(index), max_messages=10, lease=5)
+        return
+    batch = await client.receive_many(world.queue(index), max_messages=10, lease=5)
+    check_addressed_to(world, actor, batch)
+    if batch:
+        assert all(result.ok for result in await client.ack_many(batch))
+
+
+def check_addressed_to(world: World, actor: str, messages: list[models.Message]) -> None:
+    for message in messages:
+        assert message.receiver in (None, world.ids[actor])
+        assert message.text.endswith(f" to {actor}" if message.receiver else " to None")
+
+
+ACTIONS = {
+    "create": create,
+    "delete": delete,
+    "configure": configure,
+    "send": send,
+    "pop": pop,
+    "take": take,
+}
