@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 
 MIN_PRIORITY = 1
@@ -89,6 +90,7 @@ class Message:
     A message taken with a lease carries its ``delivery`` id (acknowledge it with
     that id); ``deliveries`` counts how often it was leased, this time included. A
     dead letter names the queue it ``dead_from`` and the last ``failure`` given.
+    ``properties`` are the sender's string keys and values (empty when none).
     """
 
     id: int
@@ -103,6 +105,7 @@ class Message:
     deliveries: int = 0
     dead_from: int | None = None
     failure: str | None = None
+    properties: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def text(self) -> str:
@@ -122,10 +125,12 @@ class Draft:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def plain(self) -> bool:
-        """No delay, expiry or dedup id: the set-based path stores it."""
+        """No delay, expiry or dedup id: the set-based path stores it (properties
+        included)."""
         return not self.delay_ms and self.ttl_ms is None and self.dedup_id is None
 
 

@@ -2,7 +2,8 @@
 
 Each line is one message: a JSON string (the body, as text), or an object with
 ``body`` (text) or ``body_base64`` (bytes), and any of ``receiver``, ``priority``,
-``context``, ``delay``, ``ttl`` (seconds) and ``dedup_id``. Blank lines are skipped.
+``context``, ``delay``, ``ttl`` (seconds), ``dedup_id`` and ``properties`` (an
+object of strings). Blank lines are skipped.
 The messages go in batches of up to 1000 and 1 MiB of bodies, each batch stored all
 or none.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import click
@@ -62,7 +63,7 @@ def outgoing(data: Any) -> Outgoing:
         return Outgoing(data)
     if not isinstance(data, dict):
         raise ValueError("a line is a JSON string or object")
-    unknown = set(data) - set(FIELDS) - {"body", "body_base64"}
+    unknown = set(data) - set(FIELDS) - {"body", "body_base64", "properties"}
     if unknown:
         raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
     if ("body" in data) == ("body_base64" in data):
@@ -83,15 +84,51 @@ def outgoing(data: Any) -> Outgoing:
         if "body_base64" in data
         else data["body"]
     )
-    return Outgoing(body, **{name: data[name] for name in FIELDS if name in data})
+    fields = {name: data[name] for name in FIELDS if name in data}
+    return Outgoing(body, properties=line_properties(data.get("properties")), **fields)
 
 
-def batches(messages: list[Outgoing]) -> Iterator[list[Outgoing]]:
-    """The messages cut into batches the server takes by default."""
+def line_properties(value: Any) -> dict[str, str] | None:
+    """A line's ``properties``: a JSON object whose values are strings, within limits."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"properties is an object of strings, not {json.dumps(value)}")
+    problem = protocol.properties_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+def property_options(options: Iterable[str]) -> dict[str, str]:
+    """``--property KEY=VALUE`` options as properties; a bad one is refused before
+    anything is sent."""
+    properties: dict[str, str] = {}
+    for option in options:
+        key, equals, value = option.partition("=")
+        if not equals or not key:
+            raise click.BadParameter(f"{option!r} is not KEY=VALUE", param_hint="--property")
+        if key in properties:
+            raise click.BadParameter(f"{key!r} is given twice", param_hint="--property")
+        properties[key] = value
+    problem = protocol.properties_problem(properties)
+    if problem:
+        raise click.BadParameter(problem, param_hint="--property")
+    return properties
+
+
+def batches(
+    messages: list[Outgoing], properties: Mapping[str, str] | None = None
+) -> Iterator[list[Outgoing]]:
+    """The messages cut into batches the server takes by default; ``properties`` are
+    those of the messages that give none of their own (they count towards a batch)."""
     batch: list[Outgoing] = []
     size = 0
+    shared = protocol.properties_size(properties or {})
     for message in messages:
         length = len(message.body if isinstance(message.body, bytes) else message.body.encode())
+        own = message.properties
+        length += shared if own is None else protocol.properties_size(own)
         if batch and (len(batch) == protocol.MAX_BATCH_MESSAGES or size + length > BATCH_BYTES):
             yield batch
             batch, size = [], 0

@@ -24,13 +24,14 @@ import binascii
 import dataclasses
 import json
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 import click
 
 from courier import credentials, errors, models, protocol, scram
-from courier.cli import batch_files, common
+from courier.cli import batch_files, common, options
 
 ORDER = click.Choice([order.value for order in models.Order])
 
@@ -230,6 +231,20 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 # -- messages --------------------------------------------------------------------------
 
 
+def property_option(command: str) -> Callable[[options.F], options.F]:
+    """--property KEY=VALUE, repeatable, as the properties of the message sent; a bad
+    one is refused while the options are read, before anything connects."""
+    return click.option(
+        "--property",
+        "properties",
+        multiple=True,
+        metavar="KEY=VALUE",
+        envvar=f"COURIER_{command.upper()}_PROPERTY",  # the rule names the flag
+        callback=lambda ctx, param, value: batch_files.property_options(value),
+        help="A property the message carries to its reader (text); repeat for more.",
+    )
+
+
 @click.command(cls=common.Command)
 @click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
 @click.option(
@@ -241,8 +256,9 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
     "--jsonl",
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
-    " an object with body (or body_base64), receiver, priority, context, delay, ttl and"
-    " dedup_id; sent in batches of up to 1000 messages, each batch all or none.",
+    " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
+    " dedup_id and properties (an object of strings); sent in batches of up to 1000"
+    " messages, each batch all or none.",
 )
 @click.option("--receiver", type=int, help="Only this client id may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
@@ -250,6 +266,7 @@ def show_queues(title: str | None, queues: list[models.Queue], empty: str = "") 
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
+@property_option("send")
 @common.client_options
 def send(
     queues: tuple[str, ...],
@@ -261,6 +278,7 @@ def send(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
+    properties: dict[str, str],
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
     prints the message ids."""
@@ -272,13 +290,13 @@ def send(
         if dedup_id is not None:
             raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
         send_lines(refs, file, receiver=receiver, priority=priority, context=context,
-                   delay=delay, ttl=ttl)  # fmt: skip
+                   delay=delay, ttl=ttl, properties=properties)  # fmt: skip
         return
     data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
             refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
-            ttl=ttl, dedup_id=dedup_id,
+            ttl=ttl, dedup_id=dedup_id, properties=properties,
         )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))
@@ -289,7 +307,7 @@ def send_lines(refs: list[int | str], path: str, **defaults: Any) -> None:
     messages = batch_files.read_messages(batch_files.open_lines(path, sys.stdin.buffer))
     ids: list[list[int]] = []
     with common.client() as client:
-        for batch in batch_files.batches(messages):
+        for batch in batch_files.batches(messages, defaults.get("properties")):
             try:
                 ids += client.send_many(refs, batch, **defaults)
             except errors.CourierError as exc:
@@ -426,9 +444,15 @@ def extend(delivery: int, seconds: float) -> None:
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
 @click.option("--receiver", type=int, help="Only this client id may take the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@property_option("request")
 @common.client_options
 def request(
-    queue_name: str, body: str, timeout: float, receiver: int | None, priority: int
+    queue_name: str,
+    body: str,
+    timeout: float,
+    receiver: int | None,
+    priority: int,
+    properties: dict[str, str],
 ) -> None:
     """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
     on timeout)."""
@@ -439,6 +463,7 @@ def request(
             timeout=timeout,
             receiver=receiver,
             priority=priority,
+            properties=properties,
         )
     show_message(answer, how_to_reply=False)
 
@@ -450,6 +475,7 @@ def request(
 @click.option("--receiver", type=int, help="Client id of the requester.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
+@property_option("reply")
 @common.client_options
 def reply(
     body: str,
@@ -458,6 +484,7 @@ def reply(
     receiver: int | None,
     context: int | None,
     priority: int,
+    properties: dict[str, str],
 ) -> None:
     """Answer a request message with BODY.
 
@@ -470,10 +497,13 @@ def reply(
     request = request_to_answer(to, (queue, receiver, context))
     with common.client() as client:
         if request is not None:
-            message_id = client.reply(request, body, priority=priority)
+            message_id = client.reply(request, body, priority=priority, properties=properties)
         else:
             target = queue_ref(queue or "")
-            sent = client.send(target, body, receiver=receiver, priority=priority, context=context)
+            sent = client.send(
+                target, body, receiver=receiver, priority=priority, context=context,
+                properties=properties,
+            )  # fmt: skip
             message_id = sent[0]
     common.emit({"message_id": message_id}, lambda: common.say(f"sent reply {message_id}"))
 
@@ -521,6 +551,7 @@ def message_from_json(text: str) -> models.Message:
             priority=int(data.get("priority", models.DEFAULT_PRIORITY)),
             created_at=datetime.fromisoformat(data["created_at"]),
             body=body,
+            properties=dict(data.get("properties") or {}),
         )
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise click.BadParameter(f"not a message from `courier receive --json`: {exc}") from exc
@@ -576,6 +607,9 @@ def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> Non
     )
     if message.dead_from is not None:
         common.note(f"(dead letter from queue {message.dead_from}: {message.failure or 'failed'})")
+    if message.properties:
+        listed = ", ".join(f"{key}={value}" for key, value in message.properties.items())
+        common.say(f"properties: {listed}")
     common.say(printable_body(message.body))
     if message.delivery is not None:
         settle = "ack ID" if in_shell else "courier ack ID"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import secrets
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from courier import config, errors, models, tls
+from courier import config, errors, models, protocol, tls
 from courier.client import connection
 
 Servers = str | Sequence[str | connection.Address]
@@ -77,6 +77,17 @@ def check_priority(priority: int) -> None:
             f"priority must be an integer from {models.MIN_PRIORITY} to {models.MAX_PRIORITY},"
             f" not {priority!r}"
         )
+
+
+def properties(value: Mapping[str, str] | None) -> dict[str, str]:
+    """A message's properties, checked against the protocol's limits (at most 64,
+    keys 1 to 255 bytes of UTF-8, values at most 4096 bytes); None means none."""
+    if value is None:
+        return {}
+    problem = protocol.properties_problem(value)
+    if problem:
+        raise errors.BadRequest(problem)
+    return dict(value)
 
 
 def body(value: bytes | bytearray | memoryview | str) -> bytes:

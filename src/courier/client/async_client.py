@@ -14,7 +14,7 @@ client restarts, so a late reply to an earlier run is never taken for a new one.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -293,6 +293,7 @@ class AsyncClient(topics.TopicMethods):
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> list[int]:
         """Put a copy of the message in each queue, all or none; the new message ids.
 
@@ -301,6 +302,9 @@ class AsyncClient(topics.TopicMethods):
         is dropped (or dead-lettered, if its queue says so). A retry with the same
         ``dedup_id`` within the server's dedup window stores nothing and returns the
         first send's ids, so a send retried after a lost reply is stored once.
+        ``properties`` (text keys to text values) travel with the message to its
+        reader; BadRequest beyond the limits (64 of them, keys 1 to 255 bytes, values
+        up to 4096 bytes of UTF-8).
         """
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
@@ -309,11 +313,13 @@ class AsyncClient(topics.TopicMethods):
         ttl_ms = arguments.positive_ms(ttl, "ttl")
         if dedup_id == "":
             raise errors.BadRequest("a dedup id must not be empty")
+        request_properties = arguments.properties(properties)
 
         async def send(ids: tuple[int, ...]) -> list[int]:
             request = protocol.Send(
                 queue_ids=ids, body=request_body, receiver=receiver, priority=priority,
                 context=context, delay_ms=delay_ms, ttl_ms=ttl_ms, dedup_id=dedup_id,
+                properties=request_properties,
             )  # fmt: skip
             return list((await self._session.call(request, protocol.MessageIdsReply)).ids)
 
@@ -416,19 +422,22 @@ class AsyncClient(topics.TopicMethods):
         delay: float | None = None,
         not_before: datetime | None = None,
         ttl: float | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> list[list[int]]:
         """Store many messages in each queue in one request, all or none, in order;
         per message its ids (one per queue, in the order the queues are given).
 
         A message is a body (bytes, or text sent as UTF-8), which takes this call's
-        receiver, priority, context, delay and ttl, or an ``Outgoing`` with fields of
-        its own (and a dedup id). One bad message fails the whole batch, naming its
+        receiver, priority, context, delay, ttl and properties, or an ``Outgoing``
+        with fields of its own (and a dedup id). One bad message fails the whole batch, naming its
         number, and nothing is stored. At most 1000 messages, and the server's batch
         byte limit (1 MiB of bodies by default), per call.
         """
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
-        defaults = batches.Defaults(receiver, priority, context, delay, not_before, ttl)
+        defaults = batches.Defaults(
+            receiver, priority, context, delay, not_before, ttl, arguments.properties(properties)
+        )
         drafts = batches.drafts(messages, defaults)
 
         async def send_many(ids: tuple[int, ...]) -> list[list[int]]:
@@ -558,6 +567,7 @@ class AsyncClient(topics.TopicMethods):
         timeout: float,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
+        properties: Mapping[str, str] | None = None,
     ) -> models.Message:
         """Send a request and wait up to ``timeout`` seconds for its reply.
 
@@ -567,7 +577,10 @@ class AsyncClient(topics.TopicMethods):
         arguments.milliseconds(timeout)  # refuse a negative timeout before sending anything
         deadline = time.monotonic() + timeout
         context = arguments.new_context()
-        sent = await self.send(queue, body, receiver=receiver, priority=priority, context=context)
+        sent = await self.send(
+            queue, body, receiver=receiver, priority=priority, context=context,
+            properties=properties,
+        )  # fmt: skip
         message = await self._await_response(queue, context, deadline - time.monotonic())
         if message is None:
             raise errors.RequestTimeout(
@@ -576,14 +589,20 @@ class AsyncClient(topics.TopicMethods):
         return message
 
     async def reply(
-        self, request: models.Message, body: bytes | str, *, priority: int = models.DEFAULT_PRIORITY
+        self,
+        request: models.Message,
+        body: bytes | str,
+        *,
+        priority: int = models.DEFAULT_PRIORITY,
+        properties: Mapping[str, str] | None = None,
     ) -> int:
         """Answer a request message: to its sender, in its queue, with its context."""
         if request.context is None:
             raise errors.BadRequest(f"message {request.id} is not a request: it has no context")
         ids = await self.send(
-            request.queue, body, receiver=request.sender, priority=priority, context=request.context
-        )
+            request.queue, body, receiver=request.sender, priority=priority,
+            context=request.context, properties=properties,
+        )  # fmt: skip
         return ids[0]
 
     async def _await_response(

@@ -8,7 +8,7 @@ or ``Outgoing`` messages, whose own fields win where they are given:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,6 +30,7 @@ class Outgoing:
     not_before: datetime | None = None
     ttl: float | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class Defaults:
     delay: float | None = None
     not_before: datetime | None = None
     ttl: float | None = None
+    properties: Mapping[str, str] | None = None
 
 
 def drafts(
@@ -71,6 +73,7 @@ def drafts(
                         plain.context,
                         plain.delay_ms,
                         plain.ttl_ms,
+                        properties=plain.properties,
                     )
                 )
         except errors.CourierError as exc:
@@ -97,6 +100,9 @@ def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
         ),
         ttl_ms=arguments.positive_ms(defaults.ttl if message.ttl is None else message.ttl, "ttl"),
         dedup_id=message.dedup_id,
+        properties=arguments.properties(
+            defaults.properties if message.properties is None else message.properties
+        ),
     )
 
 

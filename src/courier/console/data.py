@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from courier.console import bodies, params, queries, rows, state
 
@@ -58,11 +58,13 @@ class QueueDetail:
 @dataclass(frozen=True, slots=True)
 class MessageDetail:
     """A message with its whole body: shown (text, or a hex dump when binary) in
-    ``message.body``, and exactly, base64-encoded, in ``body_base64``."""
+    ``message.body``, and exactly, base64-encoded, in ``body_base64``; and the
+    properties its sender gave it (empty when none)."""
 
     message: rows.MessageRow
     whereabouts: rows.Whereabouts
     body_base64: str
+    properties: dict[str, str] = field(default_factory=dict)
 
 
 async def overview(console: state.ConsoleState) -> Overview:
@@ -126,8 +128,8 @@ async def queue_detail(
 
 
 async def message_detail(console: state.ConsoleState, message_id: int) -> MessageDetail:
-    message, whereabouts, body = await queries.message(console.pool, message_id)
-    return MessageDetail(message, whereabouts, bodies.base64_text(body))
+    message, whereabouts, body, properties = await queries.message(console.pool, message_id)
+    return MessageDetail(message, whereabouts, bodies.base64_text(body), properties)
 
 
 async def topic_list(console: state.ConsoleState, query: Mapping[str, str]) -> TopicList:

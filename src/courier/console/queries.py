@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -197,13 +198,15 @@ async def dead_letter_sources(pool: asyncpg.Pool, queue_id: int) -> list[rows.Qu
 # -- messages ---------------------------------------------------------------------
 async def message(
     pool: asyncpg.Pool, message_id: int
-) -> tuple[rows.MessageRow, rows.Whereabouts, bytes]:
+) -> tuple[rows.MessageRow, rows.Whereabouts, bytes, dict[str, str]]:
     """One message, visible or held: its row (a binary body as a hex dump), where it
-    is, and its body exactly as stored."""
+    is, its body exactly as stored, and its properties (empty when none)."""
     record = await pool.fetchrow(sql("message"), message_id)
     if record is None:
         raise errors.NoMessage(f"message {message_id} does not exist")
     where = rows.Whereabouts(
         record["state"], record["visible_at"], record["holder"], record["holder_name"]
     )
-    return message_row(record, dump=True), where, bytes(record["body"])
+    stored = record["properties"]
+    properties: dict[str, str] = {} if stored is None else json.loads(stored)
+    return message_row(record, dump=True), where, bytes(record["body"]), properties

@@ -218,6 +218,7 @@ class BatchedRepository(repository.Repository):
         timing: Timing | None = None,
     ) -> list[int]:
         self._check_message(body, priority)
+        repository.check_properties(options.properties)
         request = repository.SendRequest(
             sender_id, queue_ids, body, receiver, priority, context, options
         )

@@ -12,9 +12,10 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 from __future__ import annotations
 
 import contextlib
+import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
@@ -22,6 +23,7 @@ import asyncpg
 
 from courier import config, errors, models
 from courier.db import _translate, pools, topic_rows, transactions
+from courier.protocol import constants as wire_limits
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
@@ -50,15 +52,23 @@ class Timing:
 @dataclass(frozen=True, slots=True)
 class SendOptions:
     """What a send may ask beyond storing: stay invisible for ``delay_ms``, expire
-    after ``ttl_ms`` untaken, and store nothing again for a retry with ``dedup_id``."""
+    after ``ttl_ms`` untaken, store nothing again for a retry with ``dedup_id``, and
+    carry ``properties`` (text keys to text values)."""
 
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def plain(self) -> bool:
-        return not self.delay_ms and self.ttl_ms is None and self.dedup_id is None
+        """Nothing beyond storing: the set-based path of the exchange stores it."""
+        return (
+            not self.delay_ms
+            and self.ttl_ms is None
+            and self.dedup_id is None
+            and not self.properties
+        )
 
 
 PLAIN_SEND = SendOptions()
@@ -414,11 +424,12 @@ class Repository:
         (no queues), NotAuthorised (read-only sender). ``options`` delays, expires or
         deduplicates the message (see SendOptions)."""
         self._check_message(body, priority)
+        check_properties(options.properties)
         row = await self._call(
-            "courier_send_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "courier_send_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             sender_id, list(queue_ids), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms,
+            self._dedup_window_ms, _json(options.properties),
             timing=timing,
         )  # fmt: skip
         return list(row["message_ids"])
@@ -439,7 +450,7 @@ class Repository:
         given and nothing in it is visible), NoMessage (sender-only read found none).
         A pop with a lease keeps the message, invisible, until it is acknowledged."""
         row = await self._call(
-            "courier_read_v2($1, $2, $3, $4, $5, $6, $7)",
+            "courier_read_v3($1, $2, $3, $4, $5, $6, $7)",
             reader_id, queue_id, sender_id, str(order), pop,
             lease.ms if lease else 0, lease.instance_id if lease else None,
             timing=timing,
@@ -497,14 +508,11 @@ class Repository:
         ]  # fmt: skip
         send_groups = [_send_group(n, op) for n, op in numbered if isinstance(op, SendManyRequest)]
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
-        function = "courier_exchange_v2"
-        if option_sends or send_groups or pop_groups:  # the plain path keeps the leaner one
-            function = "courier_exchange_v3"
+        function = "courier_exchange_v2"  # acks and plain sends keep the leaner one
+        if option_sends or send_groups or pop_groups or pops or reads:
+            function = "courier_exchange_v5"  # messages read come with their properties
             arguments += [[_option_send(n, send) for n, send in option_sends],
-                          self._dedup_window_ms]  # fmt: skip
-        if send_groups or pop_groups:
-            function = "courier_exchange_v4"
-            arguments += [send_groups, pop_groups]
+                          self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
         placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
         rows = await self._call_many(f"{function}({placeholders})", *arguments)
         # The call has committed: from here on nothing may raise, or the batcher would
@@ -544,7 +552,7 @@ class Repository:
         which names the draft's number; nothing is stored then."""
         self._check_drafts(drafts)
         rows = await self._call_many(
-            "courier_send_many_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "courier_send_many_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             sender_id, list(queue_ids), *_draft_columns(drafts), self.limits.max_body_bytes,
             self._dedup_window_ms,
             timing=timing,
@@ -565,7 +573,7 @@ class Repository:
         """Pop up to ``count`` messages visible to the reader, in read order; an empty
         list when there are none. QueueNotFound. With a lease, as ``read``."""
         rows = await self._call_many(
-            "courier_pop_many_v1($1, $2, $3, $4, $5, $6, $7)",
+            "courier_pop_many_v2($1, $2, $3, $4, $5, $6, $7)",
             reader_id, queue_id, sender_id, str(order), count,
             lease.ms if lease else 0, lease.instance_id if lease else None,
             timing=timing,
@@ -611,7 +619,7 @@ class Repository:
         """Pop the message in queue addressed to reader with this context.
         QueueNotFound; NoMessage."""
         row = await self._call(
-            "courier_pop_response_v2($1, $2, $3)", reader_id, queue_id, context, timing=timing
+            "courier_pop_response_v3($1, $2, $3)", reader_id, queue_id, context, timing=timing
         )
         return _message(row)
 
@@ -669,10 +677,10 @@ class Repository:
             )
             return
         await self._call(
-            "courier_restore_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            "courier_restore_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             message.id, message.queue, message.sender, message.receiver, message.context,
             message.priority, message.created_at, message.body, message.deliveries,
-            message.dead_from, message.failure,
+            message.dead_from, message.failure, _json(message.properties),
             timing=timing,
         )  # fmt: skip
 
@@ -790,6 +798,7 @@ class Repository:
         for number, draft in enumerate(drafts, 1):
             try:
                 self._check_message(draft.body, draft.priority)
+                check_properties(draft.properties)
             except errors.CourierError as exc:
                 raise errors.in_batch(number, exc) from None
 
@@ -800,6 +809,15 @@ class Repository:
             raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
         if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
             raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
+
+
+def check_properties(properties: Mapping[str, str]) -> None:
+    """BadRequest for properties beyond the protocol's limits. The stored functions
+    check only that they are an object: the limits are held here and on the wire."""
+    if properties:
+        problem = wire_limits.properties_problem(properties)
+        if problem:
+            raise errors.BadRequest(problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -899,14 +917,15 @@ def _dedup_lock_order(numbered: tuple[int, SendRequest]) -> tuple[int, str]:
 
 
 def _option_send(n: int, send: SendRequest) -> tuple[Any, ...]:
-    """A courier_option_send_v1 value."""
+    """A courier_option_send_v2 value."""
     options = send.options
     return (n, send.sender_id, list(send.queue_ids), send.body, send.receiver, send.priority,
-            send.context, options.delay_ms, options.ttl_ms, options.dedup_id)  # fmt: skip
+            send.context, options.delay_ms, options.ttl_ms, options.dedup_id,
+            _json(options.properties))  # fmt: skip
 
 
 def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
-    """A batch's drafts as the columns courier_send_many_v1 takes."""
+    """A batch's drafts as the columns courier_send_many_v2 takes."""
     return (
         [draft.body for draft in drafts],
         [draft.receiver for draft in drafts],
@@ -915,11 +934,12 @@ def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
         [draft.delay_ms for draft in drafts],
         [draft.ttl_ms for draft in drafts],
         [draft.dedup_id for draft in drafts],
+        [_json(draft.properties) for draft in drafts],
     )
 
 
 def _send_group(n: int, send: SendManyRequest) -> tuple[Any, ...]:
-    """A courier_send_group_v1 value."""
+    """A courier_send_group_v2 value."""
     return (n, send.sender_id, list(send.queue_ids), *_draft_columns(send.drafts))
 
 
@@ -1074,7 +1094,21 @@ def _message(row: Any) -> models.Message:
         deliveries=row["deliveries"],
         dead_from=row["dead_from"],
         failure=row["failure"],
+        properties=_properties(row["properties"]),
     )
+
+
+def _json(properties: Mapping[str, str]) -> str | None:
+    """Properties as the jsonb text the stored functions take; None for none."""
+    return json.dumps(dict(properties)) if properties else None
+
+
+def _properties(stored: str | None) -> dict[str, str]:
+    """A message's properties from their jsonb text (NULL: none)."""
+    if stored is None:
+        return {}
+    properties: dict[str, str] = json.loads(stored)
+    return properties
 
 
 # -- console -------------------------------------------------------------------------

@@ -18,12 +18,18 @@ from courier.protocol.constants import (
     MAX_FRAME_BYTES,
     MAX_MESSAGE_BODY_BYTES,
     MAX_NAME_BYTES,
+    MAX_PROPERTIES,
+    MAX_PROPERTIES_BYTES,
+    MAX_PROPERTY_KEY_BYTES,
+    MAX_PROPERTY_VALUE_BYTES,
     MAX_TRANSACTION_OPERATIONS,
     NO_OPCODE,
     PRE_LOGIN_OPCODES,
     VERSION,
     Opcode,
     frame_limit_for,
+    properties_problem,
+    properties_size,
 )
 from courier.protocol.decoder import Decoder
 from courier.protocol.exceptions import (
@@ -106,6 +112,10 @@ __all__ = [
     "MAX_FRAME_BYTES",
     "MAX_MESSAGE_BODY_BYTES",
     "MAX_NAME_BYTES",
+    "MAX_PROPERTIES",
+    "MAX_PROPERTIES_BYTES",
+    "MAX_PROPERTY_KEY_BYTES",
+    "MAX_PROPERTY_VALUE_BYTES",
     "MAX_TRANSACTION_OPERATIONS",
     "NO_OPCODE",
     "PRE_LOGIN_OPCODES",
@@ -182,5 +192,7 @@ __all__ = [
     "is_request",
     "opcode_of",
     "parse",
+    "properties_problem",
+    "properties_size",
     "reply_type",
 ]

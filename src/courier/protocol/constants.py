@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Mapping
 
 VERSION = 1
 """The only protocol version this code speaks; the first byte of every frame."""
@@ -76,6 +77,65 @@ MAX_BLOB_BYTES = 0xFFFF_FFFF
 
 MAX_QUEUE_IDS = 0xFFFF
 """A SEND names its target queues with a u16 count."""
+
+MAX_PROPERTIES = 64
+"""Properties one message may carry (string keys to string values)."""
+
+MAX_PROPERTY_KEY_BYTES = 255
+"""A property key is 1 to this many bytes of UTF-8."""
+
+MAX_PROPERTY_VALUE_BYTES = 4096
+"""A property value is at most this many bytes of UTF-8 (empty is allowed)."""
+
+MAX_PROPERTIES_BYTES = 16 * 1024
+"""The keys and values of one message's properties together, in bytes of UTF-8: well
+within the room a SEND frame has besides its body (SEND_OVERHEAD_BYTES)."""
+
+
+def properties_problem(properties: object) -> str | None:
+    """What makes ``properties`` unfit for a message, or None when it is fit: a
+    mapping of at most MAX_PROPERTIES string keys (1 to MAX_PROPERTY_KEY_BYTES bytes
+    of UTF-8) to string values (at most MAX_PROPERTY_VALUE_BYTES bytes).
+
+    >>> properties_problem({"trace": "abc"}) is None
+    True
+    >>> properties_problem({"": "x"})
+    'property key 1 is empty'
+    """
+    if not isinstance(properties, Mapping):
+        return f"properties must be a mapping of text to text, not {type(properties).__name__}"
+    if len(properties) > MAX_PROPERTIES:
+        return f"{len(properties)} properties; a message carries at most {MAX_PROPERTIES}"
+    total = 0
+    for number, (key, value) in enumerate(properties.items(), 1):
+        if not isinstance(key, str) or not isinstance(value, str):
+            return f"property {number}: keys and values are text (str)"
+        problem = _text_problem(key, value)
+        if problem:
+            return f"property {key!r}: {problem}" if key else f"property key {number} is empty"
+        total += len(key.encode()) + len(value.encode())
+    if total > MAX_PROPERTIES_BYTES:
+        return f"the properties are {total} bytes; a message carries at most {MAX_PROPERTIES_BYTES}"
+    return None
+
+
+def properties_size(properties: Mapping[str, str]) -> int:
+    """Bytes of UTF-8 in the keys and values; what a batch's byte limit counts of them."""
+    return sum(len(key.encode()) + len(value.encode()) for key, value in properties.items())
+
+
+def _text_problem(key: str, value: str) -> str | None:
+    try:
+        key_bytes, value_bytes = len(key.encode()), len(value.encode())
+    except UnicodeEncodeError:
+        return "not encodable as UTF-8"
+    if not 1 <= key_bytes <= MAX_PROPERTY_KEY_BYTES:
+        return f"a key is 1 to {MAX_PROPERTY_KEY_BYTES} bytes of UTF-8, not {key_bytes}"
+    if value_bytes > MAX_PROPERTY_VALUE_BYTES:
+        return f"a value is at most {MAX_PROPERTY_VALUE_BYTES} bytes of UTF-8, not {value_bytes}"
+    if "\x00" in key or "\x00" in value:
+        return "a key or value holds a NUL character, which Courier cannot store"
+    return None
 
 
 class Opcode(enum.IntEnum):

@@ -7,7 +7,8 @@ opcode: the header of a reply repeats the opcode of the request it answers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TypeAlias, TypeGuard
 
 from courier import errors, models
@@ -152,7 +153,8 @@ class Send:
     """Store one message per queue, hidden for delay_ms and expiring after ttl_ms.
 
     A retry with the same dedup_id (within the server's window) stores nothing and
-    is answered with the ids of the first send.
+    is answered with the ids of the first send. ``properties`` travel with the
+    message (string keys to string values; empty: none).
     """
 
     queue_ids: tuple[int, ...]
@@ -163,6 +165,7 @@ class Send:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

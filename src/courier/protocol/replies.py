@@ -15,7 +15,8 @@ from courier.protocol.constants import Opcode
 
 # The Message layout (docs/protocol.md) in the pieces between its variable fields:
 # id, queue, sender, receiver, context presence | [context] | priority, created_at,
-# len(body) | body | delivery, deliveries, dead_from, len(failure) | failure.
+# len(body) | body | delivery, deliveries, dead_from, len(failure) | failure |
+# properties (two zero bytes when there are none).
 MESSAGE_HEAD = struct.Struct(">qqqqB")
 MESSAGE_MIDDLE = struct.Struct(">BqI")
 MESSAGE_TAIL = struct.Struct(">qIqH")
@@ -204,7 +205,11 @@ def write_message_packed(writer: wire.Writer, message: models.Message) -> None:
         raise writer.fail(f"a field of message {message.id!r} does not fit ({exc})") from exc
     writer.buffer += head + context + middle
     writer.buffer += message.body
-    writer.buffer += tail + failure
+    if message.properties:
+        writer.buffer += tail + failure
+        writer.properties(message.properties, "message.properties")
+    else:
+        writer.buffer += tail + failure + wire.NO_PROPERTIES
 
 
 def write_message_checked(writer: wire.Writer, message: models.Message) -> None:
@@ -220,6 +225,7 @@ def write_message_checked(writer: wire.Writer, message: models.Message) -> None:
     writer.u32(message.deliveries, "message.deliveries")
     writer.optional_id(message.dead_from, "message.dead_from")
     writer.optional_name(message.failure, "message.failure")
+    writer.properties(message.properties, "message.properties")
 
 
 def read_reply(reader: wire.Reader) -> frames.Reply:
@@ -286,20 +292,16 @@ def read_message_packed(reader: wire.Reader) -> models.Message:
     body = reader.take(size, "message.body")
     delivery, deliveries, dead_from, size = reader.fields(MESSAGE_TAIL, "message")
     failure = reader.text(reader.take(size, "message.failure"), "message.failure")
-    return models.Message(
-        id=id_,
-        queue=queue,
-        sender=sender,
-        receiver=receiver or None,
-        context=context,
-        priority=priority,
-        created_at=created_at,
-        body=body,
-        delivery=delivery or None,
-        deliveries=deliveries,
-        dead_from=dead_from or None,
-        failure=failure or None,
-    )
+    offset = reader.offset
+    if reader.body.startswith(wire.NO_PROPERTIES, offset):
+        reader.offset = offset + 2
+        properties: dict[str, str] = {}
+    else:
+        properties = reader.properties("message.properties")
+    # Positional, in the field order of models.Message: quicker than keywords.
+    return models.Message(id_, queue, sender, receiver or None, context, priority, created_at,
+                          body, delivery or None, deliveries, dead_from or None,
+                          failure or None, properties)  # fmt: skip
 
 
 def read_message_checked(reader: wire.Reader) -> models.Message:
@@ -316,6 +318,7 @@ def read_message_checked(reader: wire.Reader) -> models.Message:
         deliveries=reader.u32("message.deliveries"),
         dead_from=reader.optional_id("message.dead_from"),
         failure=reader.optional_name("message.failure"),
+        properties=reader.properties("message.properties"),
     )
 
 

@@ -173,6 +173,7 @@ def write_send(writer: wire.Writer, send: frames.Send) -> None:
     writer.u32(send.delay_ms, "delay_ms")
     writer.optional_u32(send.ttl_ms, "ttl_ms")
     writer.optional_name(send.dedup_id, "dedup_id")
+    writer.properties(send.properties, "properties")
 
 
 def write_queue_ids(writer: wire.Writer, queue_ids: tuple[int, ...]) -> None:
@@ -198,6 +199,7 @@ def write_send_many(writer: wire.Writer, send: frames.SendMany) -> None:
         writer.optional_u32(draft.ttl_ms, "ttl_ms")
         writer.optional_name(draft.dedup_id, "dedup_id")
         writer.blob(draft.body, "body")
+        writer.properties(draft.properties, "properties")
 
 
 def write_receive_many(writer: wire.Writer, receive: frames.ReceiveMany) -> None:
@@ -320,6 +322,7 @@ def read_send(reader: wire.Reader) -> frames.Send:
         delay_ms=reader.u32("delay_ms"),
         ttl_ms=reader.optional_u32("ttl_ms"),
         dedup_id=reader.optional_name("dedup_id"),
+        properties=reader.properties("properties"),
     )
 
 
@@ -391,6 +394,7 @@ def read_draft(reader: wire.Reader) -> models.Draft:
         ttl_ms=reader.optional_u32("ttl_ms"),
         dedup_id=reader.optional_name("dedup_id"),
         body=reader.blob("body"),
+        properties=reader.properties("properties"),
     )
 
 

@@ -7,6 +7,7 @@ raises ``MalformedBody`` (never struct.error or UnicodeDecodeError) on bad bytes
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -20,6 +21,8 @@ I64 = struct.Struct(">q")
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
+NO_PROPERTIES = b"\x00\x00"
+"""A message without properties: a property count of 0."""
 
 # Enums travel as one byte; these tables are the wire codes (docs/protocol.md).
 MODE_CODES: dict[models.ClientMode, int] = {
@@ -113,6 +116,19 @@ class Writer:
         self.pack(U32, len(value), f"len({field})")
         self.buffer += value
 
+    def properties(self, value: Mapping[str, str], field: str) -> None:
+        """A u16 count, then each key and value as a name (see MAX_PROPERTIES)."""
+        if not value:
+            self.buffer += NO_PROPERTIES
+            return
+        problem = constants.properties_problem(value)
+        if problem:
+            raise self.fail(f"{field}: {problem}")
+        self.u16(len(value), f"len({field})")
+        for key, text in value.items():
+            self.name(key, f"{field} key")
+            self.name(text, f"{field}[{key!r}]")
+
     def timestamp(self, value: datetime, field: str) -> None:
         try:
             micros = (value - EPOCH) // MICROSECOND
@@ -198,6 +214,32 @@ class Reader:
 
     def blob(self, field: str) -> bytes:
         return self.take(self.u32(f"len({field})"), field)
+
+    def properties(self, field: str) -> dict[str, str]:
+        """Refused when over a limit or a key repeats, before the next is read."""
+        count = self.u16(f"len({field})")
+        if count > constants.MAX_PROPERTIES:
+            raise self.fail(f"{field}: {count} properties; at most {constants.MAX_PROPERTIES}")
+        properties: dict[str, str] = {}
+        for _ in range(count):
+            key = self.name(f"{field} key")
+            if not 0 < len(key.encode()) <= constants.MAX_PROPERTY_KEY_BYTES:
+                raise self.fail(
+                    f"{field}: a key is 1 to {constants.MAX_PROPERTY_KEY_BYTES} bytes of UTF-8"
+                )
+            if key in properties:
+                raise self.fail(f"{field}: key {key!r} is given twice")
+            size = self.u16(f"len({field}[{key!r}])")
+            if size > constants.MAX_PROPERTY_VALUE_BYTES:
+                raise self.fail(
+                    f"{field}[{key!r}] is {size} bytes; at most "
+                    f"{constants.MAX_PROPERTY_VALUE_BYTES}"
+                )
+            properties[key] = self.text(self.take(size, f"{field}[{key!r}]"), f"{field}[{key!r}]")
+        problem = constants.properties_problem(properties)  # NULs, the total size
+        if problem:
+            raise self.fail(f"{field}: {problem}")
+        return properties
 
     def timestamp(self, field: str) -> datetime:
         return self.as_timestamp(self.i64(field), field)

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from courier import config, errors, models, scram
+from courier import config, errors, models, protocol, scram
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
 from courier.server import (
@@ -245,7 +245,9 @@ async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
         receiver=request.receiver,
         priority=request.priority,
         context=request.context,
-        options=backend.SendOptions(request.delay_ms, request.ttl_ms, request.dedup_id),
+        options=backend.SendOptions(
+            request.delay_ms, request.ttl_ms, request.dedup_id, request.properties
+        ),
         timing=ctx.timing,
     )
     ctx.services.due_in(request.delay_ms)
@@ -419,9 +421,10 @@ def check_batch(drafts: Sequence[models.Draft], limits: config.Limits) -> None:
         except errors.PayloadTooLarge as exc:
             raise errors.in_batch(number, exc) from None
     total = sum(len(draft.body) for draft in drafts)
+    total += sum(protocol.properties_size(d.properties) for d in drafts if d.properties)
     if total > limits.max_batch_bytes:
         raise errors.PayloadTooLarge(
-            f"the batch's bodies are {total} bytes; a batch holds at most"
+            f"the batch's bodies and properties are {total} bytes; a batch holds at most"
             f" {limits.max_batch_bytes}: send it in parts"
         )
 
@@ -471,10 +474,13 @@ async def receive_many(ctx: Context, request: frames.ReceiveMany) -> frames.Mess
 
 
 def within_bytes(messages: list[models.Message], budget: int) -> list[models.Message]:
-    """The first messages whose bodies fit the budget; the first always goes."""
+    """The first messages whose bodies and properties fit the budget; the first
+    always goes."""
     total = 0
     for count, message in enumerate(messages):
         total += len(message.body)
+        if message.properties:
+            total += protocol.properties_size(message.properties)
         if count and total > budget:
             return messages[:count]
     return messages

@@ -85,3 +85,21 @@ async def test_pages_render_binary_bodies(console: RunningConsole, sent: dict[st
     queue_page = await console.http.get(f"/queues/{queue_id}")
     badges = re.findall(r'<span class="badge binary"[^>]*>', queue_page.text)
     assert len([badge for badge in badges if " hidden " not in badge]) == 2
+
+
+async def test_a_message_page_and_the_api_show_its_properties(
+    console: RunningConsole, repo: repository.Repository
+) -> None:
+    alice = await repo.register_client("alice")
+    queue = await repo.create_queue("props")
+    trace = {"trace": "t-<1>", "lang": "fr"}
+    (with_id,) = await repo.send(
+        alice.id, [queue.id], b"x", options=repository.SendOptions(properties=trace)
+    )
+    (plain_id,) = await repo.send(alice.id, [queue.id], b"y")
+    assert (await console.get_json(f"/api/messages/{with_id}"))["properties"] == trace
+    assert (await console.get_json(f"/api/messages/{plain_id}"))["properties"] == {}
+    page = (await console.http.get(f"/messages/{with_id}")).text
+    assert 'id="message-properties"' in page
+    assert "<dt>trace</dt><dd>t-&lt;1&gt;</dd>" in page  # escaped like every value shown
+    assert 'id="message-properties"' not in (await console.http.get(f"/messages/{plain_id}")).text

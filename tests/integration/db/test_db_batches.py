@@ -190,7 +190,7 @@ async def pop_batches(
             async with connection.transaction():
                 for readers in held:
                     rows = await connection.fetch(
-                        "SELECT * FROM courier_pop_batch_v2($1, $2, $3)", queue, str(order), readers
+                        "SELECT * FROM courier_pop_batch_v3($1, $2, $3)", queue, str(order), readers
                     )
                     for row in rows:
                         reader = readers[row["request"] - 1]

@@ -63,7 +63,7 @@ async def test_a_popper_skips_a_message_locked_by_another(
 
     async with pool.acquire() as holder, holder.transaction():
         held = await holder.fetchrow(
-            "SELECT * FROM courier_read_v2($1, $2, NULL, 'time', true, 0, NULL)",
+            "SELECT * FROM courier_read_v3($1, $2, NULL, 'time', true, 0, NULL)",
             writer.id,
             queue.id,
         )
@@ -99,7 +99,7 @@ MIXED_SHAPES = [  # (own A, own B, broadcasts, broadcasts taken by A)
     (15, 15, 2, 1),
 ]
 MIXED_REPEATS = 3
-POP = "SELECT * FROM courier_read_v2($1, $2, NULL, $3, true, 0, NULL)"
+POP = "SELECT * FROM courier_read_v3($1, $2, NULL, $3, true, 0, NULL)"
 
 
 @dataclass
@@ -246,7 +246,7 @@ async def test_a_pop_gets_past_more_held_messages_than_one_look_lists(
 RACE_PEEKERS = 3
 RACE_POPPERS = 3
 RACE_MESSAGES = 1500
-READ = "SELECT * FROM courier_read_v2($1, $2, NULL, $3, $4, 0, NULL)"
+READ = "SELECT * FROM courier_read_v3($1, $2, NULL, $3, $4, 0, NULL)"
 MESSAGE_COLUMNS = ("id", "queue_id", "sender_id", "priority", "created_at", "body")
 
 

@@ -118,7 +118,7 @@ def is_generic(scan: dict[str, Any]) -> bool:
 
 
 INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
-READ = "SELECT * FROM courier_read_v2($1, $2, $3, $4, $5, 0, NULL)"
+READ = "SELECT * FROM courier_read_v3($1, $2, $3, $4, $5, 0, NULL)"
 # mode -> (call, arguments, the index that must serve it)
 MODES: dict[str, tuple[str, tuple[object, ...], str]] = {
     f"{selector} {order} {'pop' if pop else 'peek'}": (
@@ -135,7 +135,7 @@ MODES: dict[str, tuple[str, tuple[object, ...], str]] = {
     for pop in (False, True)
 }
 MODES["pop_response"] = (
-    "SELECT * FROM courier_pop_response_v2($1, $2, $3)",
+    "SELECT * FROM courier_pop_response_v3($1, $2, $3)",
     (8, 8, 40),
     "courier_messages_response",
 )

@@ -160,17 +160,17 @@ async def test_the_repository_refuses_a_message_row_of_nulls(
     # What a peek that lost its message to a pop used to answer: no status, no message.
     # This test's own database gets a read function that always answers so.
     await pool.execute(
-        "CREATE OR REPLACE FUNCTION courier_read_v2("
+        "CREATE OR REPLACE FUNCTION courier_read_v3("
         " p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,"
         " p_pop boolean, p_lease_ms integer, p_instance_id bigint,"
         " OUT status smallint, OUT id bigint, OUT queue_id bigint,"
         " OUT sender_id bigint, OUT receiver_id bigint, OUT context bigint,"
         " OUT priority smallint, OUT created_at timestamptz, OUT body bytea,"
         " OUT deliveries integer, OUT delivery_id bigint, OUT dead_from bigint,"
-        " OUT failure text, OUT exec_ns bigint) LANGUAGE sql"
+        " OUT failure text, OUT properties jsonb, OUT exec_ns bigint) LANGUAGE sql"
         " AS 'SELECT NULL::smallint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,"
         " NULL::bigint, NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer,"
-        " NULL::bigint, NULL::bigint, NULL::text, 0::bigint'"
+        " NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb, 0::bigint'"
     )
     with pytest.raises(errors.InternalError, match="message row without id, queue_id"):
         await repo.read(reader.id, queue_id=1)

@@ -23,6 +23,12 @@ bodies = st.binary(max_size=300)  # opaque: NUL, invalid UTF-8, anything
 modes = st.sampled_from(models.ClientMode)
 orders = st.sampled_from(models.Order)
 request_ids = u32s
+property_text = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+property_maps = st.dictionaries(
+    st.text(property_text, min_size=1, max_size=12),
+    st.text(property_text, max_size=24),
+    max_size=4,
+)  # text keys (never empty) to text values, without NUL (which Courier cannot store)
 times = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
 )
@@ -50,6 +56,7 @@ messages = st.builds(
     deliveries=u32s,
     dead_from=optional_ids,
     failure=optional_names,
+    properties=property_maps,
 )
 
 requests: st.SearchStrategy[protocol.Request] = st.one_of(
@@ -81,6 +88,7 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         delay_ms=u32s,
         ttl_ms=optional_u32s,
         dedup_id=optional_names,
+        properties=property_maps,
     ),
     st.builds(
         protocol.Read,

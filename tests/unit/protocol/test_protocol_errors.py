@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from courier import errors, models, protocol
+from courier.protocol import constants
 
 HEADER = struct.Struct(">BBHII")  # version, opcode, flags, request_id, body_length
 
@@ -225,20 +226,29 @@ def test_a_count_larger_than_the_body_is_malformed() -> None:
 
 
 SEND = protocol.Send((1,), b"x", None, 5, None, delay_ms=1, ttl_ms=2, dedup_id="abc")
+SEND_PROPERTIES = protocol.Send((1,), b"x", None, 5, None, properties={"k": "vv"})
 NACK = protocol.Nack(delivery_id=1, delay_ms=2, reason="why")
 SETTINGS = protocol.QueueSettingsReply(models.QueueSettings(1, 3, 2, dead_letter_expired=True))
 LEASED = protocol.MessageReply(
     models.Message(1, 1, 1, None, None, 5, datetime.now(UTC), b"x", 2, 1, 3, "oops")
+)
+LEASED_PROPERTIES = protocol.MessageReply(
+    models.Message(1, 1, 1, None, None, 5, datetime.now(UTC), b"x", properties={"k": "vv"})
 )
 
 
 @pytest.mark.parametrize(
     ("message", "opcode", "cut", "field"),
     [
-        (SEND, None, 1, "dedup_id"),
-        (SEND, None, 5, "len(dedup_id)"),
-        (SEND, None, 6, "ttl_ms"),
-        (SEND, None, 10, "delay_ms"),
+        (SEND, None, 2, "len(properties)"),
+        (SEND, None, 3, "dedup_id"),
+        (SEND, None, 7, "len(dedup_id)"),
+        (SEND, None, 8, "ttl_ms"),
+        (SEND, None, 12, "delay_ms"),
+        (SEND_PROPERTIES, None, 1, "properties['k']"),
+        (SEND_PROPERTIES, None, 3, "len(properties['k'])"),
+        (SEND_PROPERTIES, None, 5, "properties key"),
+        (SEND_PROPERTIES, None, 6, "len(properties key)"),
         (protocol.Read(None, None, models.Order.TIME, True, 5), None, 1, "lease_ms"),
         (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 4, "lease_ms"),
         (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 5, "timeout_ms"),
@@ -261,11 +271,14 @@ LEASED = protocol.MessageReply(
         (SETTINGS, None, 7, "settings.dead_letter_expired"),
         (SETTINGS, None, 15, "settings.dead_letter_queue"),
         (SETTINGS, None, 16, "settings.max_deliveries"),
-        (LEASED, protocol.Opcode.READ, 1, "message.failure"),
-        (LEASED, protocol.Opcode.READ, 6, "len(message.failure)"),
-        (LEASED, protocol.Opcode.READ, 7, "message.dead_from"),
-        (LEASED, protocol.Opcode.READ, 15, "message.deliveries"),
-        (LEASED, protocol.Opcode.READ, 19, "message.delivery"),
+        (LEASED, protocol.Opcode.READ, 1, "len(message.properties)"),
+        (LEASED, protocol.Opcode.READ, 3, "message.failure"),
+        (LEASED, protocol.Opcode.READ, 8, "len(message.failure)"),
+        (LEASED, protocol.Opcode.READ, 9, "message.dead_from"),
+        (LEASED, protocol.Opcode.READ, 17, "message.deliveries"),
+        (LEASED, protocol.Opcode.READ, 21, "message.delivery"),
+        (LEASED_PROPERTIES, protocol.Opcode.READ, 1, "message.properties['k']"),
+        (LEASED_PROPERTIES, protocol.Opcode.READ, 8, "len(message.properties)"),
     ],
 )
 def test_truncated_new_fields_are_malformed(
@@ -385,3 +398,67 @@ def test_naive_timestamps_cannot_be_encoded() -> None:
     message = models.Message(1, 1, 1, None, None, 5, NAIVE, b"x")
     with pytest.raises(protocol.EncodeError, match="timezone-aware"):
         protocol.encode(1, protocol.MessageReply(message), opcode=protocol.Opcode.READ)
+
+
+def send_with(properties: bytes) -> bytes:
+    """A SEND whose properties are written by hand, past the encoder's checks."""
+    encoded = protocol.encode(1, protocol.Send((1,), b"x", None, 5, None))
+    body = encoded[constants.HEADER_SIZE : -2] + properties
+    header = constants.HEADER.pack(1, protocol.Opcode.SEND, 0, 1, len(body))
+    return header + body
+
+
+def entry(key: bytes, value: bytes) -> bytes:
+    return len(key).to_bytes(2, "big") + key + len(value).to_bytes(2, "big") + value
+
+
+@pytest.mark.parametrize(
+    ("properties", "reason"),
+    [
+        ((65).to_bytes(2, "big"), "65 properties; at most 64"),
+        ((1).to_bytes(2, "big") + entry(b"", b"v"), "a key is 1 to 255 bytes"),
+        ((1).to_bytes(2, "big") + entry(b"k" * 256, b"v"), "a key is 1 to 255 bytes"),
+        ((1).to_bytes(2, "big") + entry(b"k", b"v" * 4097), "4097 bytes; at most 4096"),
+        ((2).to_bytes(2, "big") + entry(b"k", b"a") + entry(b"k", b"b"), "'k' is given twice"),
+        ((1).to_bytes(2, "big") + entry(b"k", b"\xff"), "not valid UTF-8"),
+        ((1).to_bytes(2, "big") + entry(b"k", b"a\x00b"), "holds a NUL character"),
+        (
+            (4).to_bytes(2, "big") + b"".join(entry(b"k%d" % n, b"v" * 4095) for n in range(4)),
+            "the properties are 16388 bytes; a message carries at most 16384",
+        ),
+    ],
+)
+def test_properties_beyond_the_limits_are_malformed(properties: bytes, reason: str) -> None:
+    (raw,) = protocol.Decoder().feed(send_with(properties))
+    with pytest.raises(protocol.MalformedBody) as caught:
+        protocol.parse(raw)
+    assert reason in caught.value.reason
+
+
+def test_properties_at_the_limits_pass() -> None:
+    properties = {f"{n:02d}": "" for n in range(60)}  # 64 in all, 16384 bytes
+    properties |= {key * 255: "v" * 4096 for key in "kji"} | {"h" * 255: "v" * 2956}
+    assert (len(properties), protocol.properties_size(properties)) == (64, 16384)
+    send = protocol.Send((1,), b"x", None, 5, None, properties=properties)
+    (raw,) = protocol.Decoder(max_frame_bytes=10**6).feed(protocol.encode(1, send))
+    assert protocol.parse(raw) == send
+
+
+@pytest.mark.parametrize(
+    ("properties", "reason"),
+    [
+        ({f"k{n}": "v" for n in range(65)}, "65 properties"),
+        ({"": "v"}, "property key 1 is empty"),
+        ({"k" * 256: "v"}, "a key is 1 to 255 bytes"),
+        ({"k": "v" * 4097}, "a value is at most 4096 bytes"),
+        ({"k": 5}, "keys and values are text"),
+        ({"k": "\x00"}, "holds a NUL character"),
+        ({f"k{n}": "v" * 4000 for n in range(5)}, "a message carries at most 16384"),
+    ],
+)
+def test_the_encoder_refuses_properties_beyond_the_limits(
+    properties: dict[str, str], reason: str
+) -> None:
+    with pytest.raises(protocol.EncodeError) as caught:
+        protocol.encode(1, protocol.Send((1,), b"x", None, 5, None, properties=properties))
+    assert reason in str(caught.value)

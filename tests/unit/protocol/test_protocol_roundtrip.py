@@ -131,8 +131,9 @@ def test_codec_does_not_range_check_priority() -> None:
 
 
 def test_a_body_at_the_default_frame_limit_passes() -> None:
-    # queue count, one queue id, receiver, priority, context, body length, delay, ttl, dedup
-    overhead = 2 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 2
+    # queue count, one queue id, receiver, priority, context, body length, delay, ttl, dedup,
+    # properties
+    overhead = 2 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 2 + 2
     body = b"a" * (constants.MAX_FRAME_BYTES - constants.HEADER_SIZE - overhead)
     send = protocol.Send(queue_ids=(1,), body=body, receiver=None, priority=5, context=None)
     data = protocol.encode(1, send)

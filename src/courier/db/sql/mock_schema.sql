@@ -576,6 +576,166 @@ LANGUAGE sql AS $$
            coalesce(p_overflow, 'refuse'), 0::bigint
 $$;
 
+-- == Properties (migration 0014) ===================================================
+
+CREATE FUNCTION courier_send_v3(
+    p_sender_id bigint, p_queue_ids bigint[], p_body bytea, p_receiver_id bigint,
+    p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    p_properties jsonb, OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+$$;
+
+CREATE FUNCTION courier_read_v3(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer, p_instance_id bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT properties jsonb,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure,
+           NULL::jsonb, r.exec_ns
+    FROM courier_read_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_pop, p_lease_ms,
+                         p_instance_id) r
+$$;
+
+CREATE FUNCTION courier_pop_response_v3(
+    p_reader_id bigint, p_queue_id bigint, p_context bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT properties jsonb,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure,
+           NULL::jsonb, r.exec_ns
+    FROM courier_pop_response_v2(p_reader_id, p_queue_id, p_context) r
+$$;
+
+CREATE FUNCTION courier_restore_v2(
+    p_id bigint, p_queue_id bigint, p_sender_id bigint, p_receiver_id bigint,
+    p_context bigint, p_priority integer, p_created_at timestamptz, p_body bytea,
+    p_deliveries integer, p_dead_from bigint, p_failure text, p_properties jsonb,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_pop_batch_v3(p_queue_id bigint, p_order text, p_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
+               sender_id bigint, receiver_id bigint, context bigint, priority smallint,
+               created_at timestamptz, body bytea, deliveries integer, delivery_id bigint,
+               dead_from bigint, failure text, properties jsonb, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p.request, p.status, p.message, p.id, p.queue_id, p.sender_id, p.receiver_id,
+           p.context, p.priority, p.created_at, p.body, p.deliveries, p.delivery_id,
+           p.dead_from, p.failure, NULL::jsonb, p.exec_ns
+    FROM courier_pop_batch_v2(p_queue_id, p_order, p_readers) p
+$$;
+
+CREATE FUNCTION courier_pop_many_v2(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               properties jsonb, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+           p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+           NULL::jsonb, p.exec_ns
+    FROM courier_pop_many_v1(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                             p_lease_ms, p_instance_id) p
+$$;
+
+CREATE FUNCTION courier_send_each_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_properties jsonb[], p_max_body_bytes integer,
+    p_dedup_window_ms integer, p_started timestamptz)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+    FROM generate_subscripts(p_bodies, 1)
+$$;
+
+CREATE FUNCTION courier_send_many_v2(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_properties jsonb[], p_max_body_bytes integer,
+    p_dedup_window_ms integer)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+    FROM generate_subscripts(p_bodies, 1)
+$$;
+
+CREATE TYPE courier_option_send_v2 AS (
+    request integer, sender_id bigint, queue_ids bigint[], body bytea, receiver_id bigint,
+    priority integer, context bigint, delay_ms integer, ttl_ms integer, dedup_id text,
+    properties jsonb);
+
+CREATE TYPE courier_send_group_v2 AS (
+    request integer, sender_id bigint, queue_ids bigint[], bodies bytea[],
+    receivers bigint[], priorities integer[], contexts bigint[], delays integer[],
+    ttls integer[], dedup_ids text[], properties jsonb[]);
+
+CREATE FUNCTION courier_exchange_v5(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_copy_sends integer[], p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v2[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v2[], p_pop_groups courier_pop_group_v1[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT e.request, e.status, e.message, e.message_ids, e.id, e.queue_id, e.sender_id,
+           e.receiver_id, e.context, e.priority, e.created_at, e.body, e.deliveries,
+           e.delivery_id, e.dead_from, e.failure, NULL::jsonb, e.exec_ns
+    FROM courier_exchange_v2(
+        p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+        p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests, p_pop_queues,
+        p_pop_orders, p_pop_readers, p_read_requests, p_read_readers, p_read_queues,
+        p_read_senders, p_read_orders, p_read_pops, p_read_leases, p_read_instances,
+        p_ack_requests, p_ack_holders, p_ack_deliveries) e
+    UNION ALL
+    SELECT o.request, 0::smallint, NULL::text,
+           ARRAY(SELECT generate_series(1, coalesce(cardinality(o.queue_ids), 0)))::bigint[],
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+           NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+           NULL::bigint, NULL::text, NULL::jsonb, 0::bigint
+    FROM unnest(p_option_sends) o
+    UNION ALL
+    SELECT g.request, 0::smallint, NULL::text, s.message_ids, NULL::bigint, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
+           NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb,
+           0::bigint
+    FROM unnest(p_send_groups) g,
+         courier_send_many_v2(g.sender_id, g.queue_ids, g.bodies, g.receivers, g.priorities,
+                              g.contexts, g.delays, g.ttls, g.dedup_ids, g.properties, 0, 0) s
+    UNION ALL
+    SELECT g.request, 0::smallint, NULL::text, NULL::bigint[], p.id, p.queue_id, p.sender_id,
+           p.receiver_id, p.context, p.priority, p.created_at, p.body, p.deliveries,
+           p.delivery_id, p.dead_from, p.failure, NULL::jsonb, 0::bigint
+    FROM unnest(p_pop_groups) g,
+         courier_pop_many_v2(g.reader_id, g.queue_id, g.sender_id, g.read_order, g.count,
+                             g.lease_ms, g.instance_id) p
+$$;
+
 -- == Topics and transactions (migration 0015) ======================================
 
 CREATE FUNCTION courier_drop_subscription_queues_v1()
