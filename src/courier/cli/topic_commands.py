@@ -166,6 +166,7 @@ def unsubscribe(queue_name: str) -> None:
 @click.option("--delay", type=float, help="Seconds the copies stay invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken copy expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
+@client_commands.property_option("publish")
 @common.client_options
 def publish(
     topic_name: str,
@@ -177,6 +178,7 @@ def publish(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
+    properties: dict[str, str],
 ) -> None:
     """Publish BODY (- reads stdin), or --file, to TOPIC: one copy per subscription,
     all or none; prints the message id in each subscription's queue."""
@@ -184,7 +186,7 @@ def publish(
     with common.client() as client:
         copies = client.publish(
             topic_ref(topic_name), data, receiver=receiver, priority=priority, context=context,
-            delay=delay, ttl=ttl, dedup_id=dedup_id,
+            delay=delay, ttl=ttl, dedup_id=dedup_id, properties=properties,
         )  # fmt: skip
     common.emit({"copies": {str(q): m for q, m in copies.items()}}, lambda: say_published(copies))
 
