@@ -281,7 +281,7 @@ async def test_properties_beyond_the_limits_fail_a_publish_or_a_whole_transactio
         transactions.SendOperation([queue.id], b"fine", properties={"k": "v"}),
         transactions.PublishOperation("news", b"bad", properties={"k": "v" * 4097}),
     ]
-    with pytest.raises(errors.BadRequest, match="operation 2 of the transaction: .*4096"):
+    with pytest.raises(errors.BadRequest, match=r"operation 2 of the transaction: .*4096"):
         await repo.commit(writer.id, operations)
     assert await stored_count(pool) == 0
 
