@@ -49,7 +49,8 @@ def create(name: str) -> None:
 @click.argument("topic_name", metavar="TOPIC")
 @common.client_options
 def delete(topic_name: str) -> None:
-    """Delete TOPIC with its subscriptions, their queues and their messages."""
+    """Delete TOPIC with its subscriptions, their queues and their messages (its
+    owner, the client that created it, or an admin)."""
     with common.client() as client:
         client.delete_topic(topic_ref(topic_name))
     common.emit({"deleted": topic_ref(topic_name)}, lambda: common.say(f"deleted {topic_name}"))
@@ -149,7 +150,7 @@ def say_message(message: models.Message) -> None:
 @common.client_options
 def unsubscribe(queue_name: str) -> None:
     """End the subscription whose queue is QUEUE (TOPIC:NAME, or its id); the queue
-    and its messages go with it."""
+    and its messages go with it (its subscriber, the topic's owner or an admin)."""
     with common.client() as client:
         queue_id = client.get_queue(client_commands.queue_ref(queue_name)).id
         client.unsubscribe(queue_id)
