@@ -49,7 +49,8 @@ def create(name: str) -> None:
 @click.argument("topic_name", metavar="TOPIC")
 @common.client_options
 def delete(topic_name: str) -> None:
-    """Delete TOPIC with its subscriptions, their queues and their messages."""
+    """Delete TOPIC with its subscriptions, their queues and their messages (its
+    owner, the client that created it, or an admin)."""
     with common.client() as client:
         client.delete_topic(topic_ref(topic_name))
     common.emit({"deleted": topic_ref(topic_name)}, lambda: common.say(f"deleted {topic_name}"))
@@ -149,7 +150,7 @@ def say_message(message: models.Message) -> None:
 @common.client_options
 def unsubscribe(queue_name: str) -> None:
     """End the subscription whose queue is QUEUE (TOPIC:NAME, or its id); the queue
-    and its messages go with it."""
+    and its messages go with it (its subscriber, the topic's owner or an admin)."""
     with common.client() as client:
         queue_id = client.get_queue(client_commands.queue_ref(queue_name)).id
         client.unsubscribe(queue_id)
@@ -166,6 +167,7 @@ def unsubscribe(queue_name: str) -> None:
 @click.option("--delay", type=float, help="Seconds the copies stay invisible.")
 @click.option("--ttl", type=float, help="Seconds after which an untaken copy expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
+@client_commands.property_option("publish")
 @common.client_options
 def publish(
     topic_name: str,
@@ -177,6 +179,7 @@ def publish(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
+    properties: dict[str, str],
 ) -> None:
     """Publish BODY (- reads stdin), or --file, to TOPIC: one copy per subscription,
     all or none; prints the message id in each subscription's queue."""
@@ -184,7 +187,7 @@ def publish(
     with common.client() as client:
         copies = client.publish(
             topic_ref(topic_name), data, receiver=receiver, priority=priority, context=context,
-            delay=delay, ttl=ttl, dedup_id=dedup_id,
+            delay=delay, ttl=ttl, dedup_id=dedup_id, properties=properties,
         )  # fmt: skip
     common.emit({"copies": {str(q): m for q, m in copies.items()}}, lambda: say_published(copies))
 

@@ -12,6 +12,7 @@ acknowledge with ``ack``, passing the ``Subscription`` (or its ``queue`` id or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TypeAlias
 
@@ -43,7 +44,7 @@ class TopicMethods:
 
     async def delete_topic(self, topic: TopicRef) -> None:
         """Delete the topic, its subscriptions, their queues and what they hold.
-        TopicNotFound."""
+        TopicNotFound; NotAuthorised unless you created the topic or are an admin."""
         await self._session.call(protocol.DeleteTopic(*lookup(topic)), protocol.Done)
 
     async def get_topic(self, topic: TopicRef) -> models.Topic:
@@ -68,14 +69,16 @@ class TopicMethods:
         name resumes that subscription. A non-durable one (``durable=False``; the
         server names it when ``name`` is None) ends, with its queue, when this
         connection's session does (logout, a lost connection, a failover, or its
-        server's end). TopicNotFound; QueueExists when the name is taken otherwise.
+        server's end). TopicNotFound; QueueExists when the name is taken otherwise;
+        NotAuthorised when the durable subscription of that name is another client's.
         """
         request = protocol.Subscribe(*lookup(topic), subscription=name, durable=durable)
         return (await self._session.call(request, protocol.SubscriptionReply)).subscription
 
     async def unsubscribe(self, subscription: models.Subscription | int) -> None:
         """End a subscription (or the one whose queue id this is), deleting its queue
-        and what it holds. QueueNotFound when it is no subscription (any more)."""
+        and what it holds. QueueNotFound when it is no subscription (any more);
+        NotAuthorised unless it is yours, you created its topic or you are an admin."""
         queue_id = (
             subscription.queue if isinstance(subscription, models.Subscription) else subscription
         )
@@ -93,13 +96,15 @@ class TopicMethods:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> dict[int, int]:
         """Store a copy of the message in every subscription of the topic, all or none.
 
         Returns the message id of each copy by its subscription's queue id: empty when
         the topic has no subscription (nothing is stored). The options are those of
-        ``send``; a subscription queue that refuses the message (full, say) fails the
-        whole publish and no copy is stored. TopicNotFound.
+        ``send``, ``properties`` included (every copy carries them); a subscription
+        queue that refuses the message (full, say) fails the whole publish and no copy
+        is stored. TopicNotFound.
         """
         arguments.check_priority(priority)
         if dedup_id == "":
@@ -108,6 +113,7 @@ class TopicMethods:
             *lookup(topic), body=arguments.body(body), receiver=receiver, priority=priority,
             context=context, delay_ms=arguments.delay_ms(delay, not_before),
             ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id,
+            properties=arguments.properties(properties),
         )  # fmt: skip
         reply = await self._session.call(request, protocol.PublishReply)
         return dict(zip(reply.queue_ids, reply.message_ids, strict=True))

@@ -19,7 +19,9 @@ delivered again now instead of when their leases run out.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
+from collections.abc import Mapping
 from datetime import datetime
 from types import TracebackType
 
@@ -60,6 +62,7 @@ class Transaction:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
         """Send at the commit (as ``AsyncClient.send``)."""
         self._check_open()
@@ -68,6 +71,7 @@ class Transaction:
             queue_ids=(), body=arguments.body(body), receiver=receiver, priority=priority,
             context=context, delay_ms=arguments.delay_ms(delay, not_before),
             ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id or None,
+            properties=arguments.properties(properties),
         )  # fmt: skip
         self._operations.append(len(self._sends))
         self._sends.append((queue_refs.as_list(queues), send))
@@ -84,6 +88,7 @@ class Transaction:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
+        properties: Mapping[str, str] | None = None,
     ) -> None:
         """Publish at the commit (as ``AsyncClient.publish``)."""
         self._check_open()
@@ -92,6 +97,7 @@ class Transaction:
             *topics.lookup(topic), body=arguments.body(body), receiver=receiver,
             priority=priority, context=context, delay_ms=arguments.delay_ms(delay, not_before),
             ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id or None,
+            properties=arguments.properties(properties),
         ))  # fmt: skip
 
     def ack(self, delivery: models.Message | int) -> None:
@@ -141,9 +147,7 @@ class Transaction:
             if isinstance(operation, int):
                 refs, send = self._sends[operation]
                 ids = await self._queues.ids(refs)
-                operation = protocol.Send(ids, send.body, send.receiver, send.priority,
-                                          send.context, send.delay_ms, send.ttl_ms,
-                                          send.dedup_id)  # fmt: skip
+                operation = dataclasses.replace(send, queue_ids=ids)
             resolved.append(operation)
         return resolved
 

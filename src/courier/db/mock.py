@@ -316,8 +316,9 @@ class MockBackend:
         return models.Topic(stable_id(name), name)
 
     async def delete_topic(
-        self, topic: int | str, *, timing: repository.Timing | None = None
-    ) -> None:
+        self, topic: int | str, *, actor: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> None:  # fmt: skip
         return None
 
     async def get_topic(
@@ -344,7 +345,10 @@ class MockBackend:
         subscription = _subscription(topic_id, topic_name, name or "mock")
         return dataclasses.replace(subscription, durable=durable, subscriber=subscriber_id)
 
-    async def unsubscribe(self, queue_id: int, *, timing: repository.Timing | None = None) -> None:
+    async def unsubscribe(
+        self, queue_id: int, *, actor: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> None:  # fmt: skip
         return None
 
     async def publish(

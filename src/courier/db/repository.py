@@ -314,9 +314,17 @@ class Repository:
         row = await self._call("courier_create_topic_v1($1, $2)", name, creator, timing=timing)
         return models.Topic(row["id"], row["name"])
 
-    async def delete_topic(self, topic: int | str, *, timing: Timing | None = None) -> None:
-        """Deletes its subscriptions, their queues and messages too. TopicNotFound."""
-        await self._call("courier_delete_topic_v1($1, $2)", *_id_or_name(topic), timing=timing)
+    async def delete_topic(
+        self, topic: int | str, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None:
+        """Deletes its subscriptions, their queues and messages too. TopicNotFound;
+        with an ``actor``, NotAuthorised unless it owns the topic or is an admin."""
+        if actor is None:
+            await self._call("courier_delete_topic_v1($1, $2)", *_id_or_name(topic), timing=timing)
+            return
+        await self._call(
+            "courier_delete_topic_v2($1, $2, $3)", actor, *_id_or_name(topic), timing=timing
+        )
 
     async def get_topic(self, topic: int | str, *, timing: Timing | None = None) -> models.Topic:
         """By id or name, with its subscriptions and their backlogs. TopicNotFound."""
@@ -344,7 +352,8 @@ class Repository:
         timing: Timing | None = None,
     ) -> models.Subscription:
         """A new subscription and its queue, or the durable one of that name resumed.
-        TopicNotFound; QueueExists on another clash of names; QuotaExceeded."""
+        TopicNotFound; QueueExists on another clash of names; QuotaExceeded;
+        NotAuthorised when the durable one of that name is another client's."""
         row = await self._call(
             "courier_subscribe_v1($1, $2, $3, $4, $5, $6, $7)",
             subscriber_id, *_id_or_name(topic), name, durable, instance_id, max_queues,
@@ -352,9 +361,16 @@ class Repository:
         )  # fmt: skip
         return topic_rows.subscription(row)
 
-    async def unsubscribe(self, queue_id: int, *, timing: Timing | None = None) -> None:
-        """Ends the subscription with this queue, deleting the queue. QueueNotFound."""
-        await self._call("courier_unsubscribe_v1($1)", queue_id, timing=timing)
+    async def unsubscribe(
+        self, queue_id: int, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None:
+        """Ends the subscription with this queue, deleting the queue. QueueNotFound;
+        with an ``actor``, NotAuthorised unless it is the subscriber, the topic's
+        owner or an admin."""
+        if actor is None:
+            await self._call("courier_unsubscribe_v1($1)", queue_id, timing=timing)
+            return
+        await self._call("courier_unsubscribe_v2($1, $2)", actor, queue_id, timing=timing)
 
     async def publish(
         self,
@@ -370,13 +386,14 @@ class Repository:
     ) -> list[tuple[int, int]]:
         """A copy in every subscription's queue, all or none: (queue id, message id)
         per copy, by queue id; empty without subscriptions. TopicNotFound, and the
-        failures of ``send``."""
+        failures of ``send``. Every copy carries ``options.properties``."""
         self._check_message(body, priority)
+        check_properties(options.properties)
         row = await self._call(
-            "courier_publish_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "courier_publish_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             sender_id, *_id_or_name(topic), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms,
+            self._dedup_window_ms, _json(options.properties),
             timing=timing,
         )  # fmt: skip
         return list(zip(row["queue_ids"], row["message_ids"], strict=True))
@@ -395,11 +412,12 @@ class Repository:
             if not isinstance(operation, transactions.AckOperation):
                 try:
                     self._check_message(operation.body, operation.priority)
+                    check_properties(operation.properties)
                 except errors.CourierError as exc:
                     raise errors.in_transaction(number, exc) from None
         rows = await self._call_many(
-            "courier_commit_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-            " $14, $15, $16)",
+            "courier_commit_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14, $15, $16, $17)",
             client_id, *transactions.arguments(operations), self.limits.max_body_bytes,
             self._dedup_window_ms,
             timing=timing,

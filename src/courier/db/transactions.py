@@ -1,4 +1,4 @@
-"""A transaction's operations as ``courier_commit_v1`` takes them: one array per field.
+"""A transaction's operations as ``courier_commit_v2`` takes them: one array per field.
 
 The stored function applies them in order, all or none; ``arguments`` lays a list
 of operations out as its parallel arrays (a send's queues flattened, with a count
@@ -7,8 +7,9 @@ per operation).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from courier import models
@@ -24,6 +25,7 @@ class SendOperation:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +38,7 @@ class PublishOperation:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,12 +50,12 @@ Operation: TypeAlias = SendOperation | PublishOperation | AckOperation
 
 COLUMNS = (
     "kinds", "queue_counts", "topic_ids", "topic_names", "bodies", "receivers",
-    "priorities", "contexts", "delays", "ttls", "dedup_ids", "deliveries",
+    "priorities", "contexts", "delays", "ttls", "dedup_ids", "deliveries", "properties",
 )  # fmt: skip
 
 
 def arguments(operations: Sequence[Operation]) -> tuple[list[Any], ...]:
-    """The arrays of courier_commit_v1, from p_kinds to p_deliveries, in its order
+    """The arrays of courier_commit_v2, from p_kinds to p_properties, in its order
     (p_queue_ids, the flattened queues, comes third)."""
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     queue_ids: list[int] = []
@@ -73,6 +76,7 @@ def _row(operation: Operation) -> dict[str, Any]:
         "bodies": operation.body, "receivers": operation.receiver,
         "priorities": operation.priority, "contexts": operation.context,
         "delays": operation.delay_ms, "ttls": operation.ttl_ms, "dedup_ids": operation.dedup_id,
+        "properties": json.dumps(dict(operation.properties)) if operation.properties else None,
     }  # fmt: skip
     if isinstance(operation, SendOperation):
         return {**fields, "kinds": "send", "queue_counts": len(operation.queue_ids)}

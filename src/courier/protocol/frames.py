@@ -321,7 +321,7 @@ class Unsubscribe:
 @dataclass(frozen=True, slots=True)
 class Publish:
     """Store a copy of the message in every subscription of the topic, all or none;
-    the other fields as for Send."""
+    the other fields as for Send (every copy carries the ``properties``)."""
 
     topic_id: int | None
     topic_name: str | None
@@ -332,6 +332,7 @@ class Publish:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,6 +127,7 @@ def write_publish(writer: wire.Writer, publish: frames.Publish) -> None:
     writer.u32(publish.delay_ms, "delay_ms")
     writer.optional_u32(publish.ttl_ms, "ttl_ms")
     writer.optional_name(publish.dedup_id, "dedup_id")
+    writer.properties(publish.properties, "properties")  # added at the end, as for SEND
 
 
 def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: str) -> None:
@@ -466,6 +467,7 @@ def read_publish(reader: wire.Reader) -> frames.Publish:
         delay_ms=reader.u32("delay_ms"),
         ttl_ms=reader.optional_u32("ttl_ms"),
         dedup_id=reader.optional_name("dedup_id"),
+        properties=reader.properties("properties"),
     )
 
 

@@ -204,7 +204,9 @@ class Backend(Protocol):
         self, name: str, *, creator: int | None = None, timing: Timing | None = None
     ) -> models.Topic: ...
 
-    async def delete_topic(self, topic: int | str, *, timing: Timing | None = None) -> None: ...
+    async def delete_topic(
+        self, topic: int | str, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None: ...
 
     async def get_topic(
         self, topic: int | str, *, timing: Timing | None = None
@@ -224,7 +226,9 @@ class Backend(Protocol):
         timing: Timing | None = None,
     ) -> models.Subscription: ...
 
-    async def unsubscribe(self, queue_id: int, *, timing: Timing | None = None) -> None: ...
+    async def unsubscribe(
+        self, queue_id: int, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None: ...
 
     async def publish(
         self,

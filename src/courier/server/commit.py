@@ -4,14 +4,14 @@ The client buffers a transaction's sends, publishes and acks and sends them in o
 COMMIT, so nothing of it is visible before, and a transaction whose connection is
 lost never arrives. Here it is refused, before any database work, when it is too
 old, holds too many operations or too many bytes, or one body is too large; then
-``courier_commit_v1`` applies it all or none.
+``courier_commit_v2`` applies it all or none, properties included.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from courier import config, errors
+from courier import config, errors, protocol
 from courier.db import transactions
 from courier.protocol import frames
 
@@ -50,7 +50,8 @@ def check_age(age_ms: int, limits: config.Limits) -> None:
 
 
 def check_size(operations: tuple[Operation, ...], limits: config.Limits) -> None:
-    """Count, each body and all bodies, before any database work."""
+    """Count, each body, and all bodies with their properties, before any database
+    work (the properties' own limits hold on the wire)."""
     if len(operations) > limits.max_transaction_operations:
         raise errors.BadRequest(
             f"a transaction holds at most {limits.max_transaction_operations} operations;"
@@ -60,7 +61,7 @@ def check_size(operations: tuple[Operation, ...], limits: config.Limits) -> None
     for number, operation in enumerate(operations, 1):
         if isinstance(operation, frames.Ack):
             continue
-        total += len(operation.body)
+        total += len(operation.body) + protocol.properties_size(operation.properties)
         if len(operation.body) > limits.max_body_bytes:
             too_large = errors.PayloadTooLarge(
                 size=len(operation.body), limit=limits.max_body_bytes
@@ -76,7 +77,8 @@ def check_size(operations: tuple[Operation, ...], limits: config.Limits) -> None
             )
     if total > limits.max_batch_bytes:
         raise errors.PayloadTooLarge(
-            f"the transaction's bodies are {total} bytes; a transaction holds at most"
+            f"the transaction's bodies and properties are {total} bytes; a transaction"
+            f" holds at most"
             f" {limits.max_batch_bytes}"
         )
 
@@ -89,6 +91,7 @@ def operation_for(operation: Operation) -> transactions.Operation:
             return transactions.SendOperation(
                 operation.queue_ids, operation.body, operation.receiver, operation.priority,
                 operation.context, operation.delay_ms, operation.ttl_ms, operation.dedup_id,
+                operation.properties,
             )  # fmt: skip
         case frames.Publish():
             topic = operation.topic_id if operation.topic_id is not None else operation.topic_name
@@ -97,4 +100,5 @@ def operation_for(operation: Operation) -> transactions.Operation:
             return transactions.PublishOperation(
                 topic, operation.body, operation.receiver, operation.priority,
                 operation.context, operation.delay_ms, operation.ttl_ms, operation.dedup_id,
+                operation.properties,
             )  # fmt: skip

@@ -28,9 +28,9 @@ async def create_topic(ctx: Context, request: frames.CreateTopic) -> frames.Topi
 
 
 async def delete_topic(ctx: Context, request: frames.DeleteTopic) -> frames.Done:
-    ctx.session.require_client()
+    actor = ctx.session.require_client().id  # its owner or an admin (the database checks)
     await ctx.services.backend.delete_topic(
-        topic_key(request.topic_id, request.name), timing=ctx.timing
+        topic_key(request.topic_id, request.name), actor=actor, timing=ctx.timing
     )
     return frames.Done()
 
@@ -58,8 +58,8 @@ async def subscribe(ctx: Context, request: frames.Subscribe) -> frames.Subscript
 
 
 async def unsubscribe(ctx: Context, request: frames.Unsubscribe) -> frames.Done:
-    ctx.session.require_client()
-    await ctx.services.backend.unsubscribe(request.queue_id, timing=ctx.timing)
+    actor = ctx.session.require_client().id  # the subscriber, the topic's owner or an admin
+    await ctx.services.backend.unsubscribe(request.queue_id, actor=actor, timing=ctx.timing)
     return frames.Done()
 
 
@@ -75,7 +75,9 @@ async def publish(ctx: Context, request: frames.Publish) -> frames.PublishReply:
         receiver=request.receiver,
         priority=request.priority,
         context=request.context,
-        options=backend.SendOptions(request.delay_ms, request.ttl_ms, request.dedup_id),
+        options=backend.SendOptions(
+            request.delay_ms, request.ttl_ms, request.dedup_id, request.properties
+        ),
         timing=ctx.timing,
     )
     ctx.services.due_in(request.delay_ms)

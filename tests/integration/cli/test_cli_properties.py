@@ -1,5 +1,5 @@
-"""Message properties from the command line: send --property, the .jsonl field
-properties, and what pop, receive and peek show of them."""
+"""Message properties from the command line: send and publish --property, the .jsonl
+field properties, and what pop, receive and peek show of them."""
 
 from __future__ import annotations
 
@@ -32,6 +32,16 @@ def test_send_property_options_travel_with_the_message_and_reads_show_them(
     assert (plain["body"], plain["properties"]) == ("plain", {})
     ok(courier("send", queue, "again", "--as", me))
     assert "properties" not in ok(courier("pop", queue, "--as", me)).stdout
+
+
+def test_publish_property_options_reach_the_subscription(courier: Courier, unique: Unique) -> None:
+    me, news = unique("publisher"), unique("news")
+    ok(courier("register", me))
+    ok(courier("topic", "create", news, "--as", me))
+    ok(courier("subscribe", news, "--as", me))
+    ok(courier("publish", news, "hello", "--property", "trace=t-2", "--as", me))
+    taken = as_json(courier("pop", f"{news}:{me}", "--as", me, "--json"))
+    assert (taken["body"], taken["properties"]) == ("hello", {"trace": "t-2"})
 
 
 def test_a_bad_property_option_is_refused_before_connecting(courier: Courier) -> None:

@@ -43,6 +43,10 @@ def test_topic_errors_have_their_exit_codes(courier: Courier, unique: Unique) ->
     assert missing.returncode == 19 and f"topic {news} does not exist" in missing.stderr
     ok(courier("topic", "create", news, "--as", me))
     assert courier("topic", "create", news, "--as", me).returncode == 20
+    ok(courier("register", stranger := unique("stranger")))
+    refused = courier("topic", "delete", news, "--as", stranger)
+    assert refused.returncode == 12, refused.stderr  # NotAuthorised
+    assert f"only the owner of topic {news} or an admin may delete it" in refused.stderr
     ok(courier("topic", "delete", news, "--as", me))
     assert courier("topic", "show", news, "--as", me).returncode == 19
 

@@ -1,6 +1,7 @@
 """Message properties through real servers, with the async and the sync client: sent
-with a message, read back by every kind of read, kept through leases, NACKs, delays
-and dead letters, and refused beyond their limits before anything is sent."""
+with a message or published to a topic, read back by every kind of read, kept through
+leases, NACKs, delays and dead letters, and refused beyond their limits before
+anything is sent."""
 
 from __future__ import annotations
 
@@ -99,6 +100,21 @@ async def test_a_request_and_its_reply_carry_properties(
     assert (answer.text, answer.properties) == ("done", {"status": "ok"})
 
 
+async def test_every_subscription_gets_a_published_message_with_its_properties(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    publisher = await logged_in(connect, servers[0], unique("publisher"))
+    topic = await publisher.create_topic(unique("news"))
+    readers = [await logged_in(connect, servers[1], unique("reader")) for _ in range(2)]
+    subscriptions = [await reader.subscribe(topic.name) for reader in readers]
+    await publisher.publish(topic, "extra!", properties=TRACE)
+    await publisher.publish(topic, "plain")
+    for reader, subscription in zip(readers, subscriptions, strict=True):
+        taken = await reader.receive_many(subscription, max_messages=2, min_messages=2,
+                                          timeout=5, max_wait=5)  # fmt: skip
+        assert [(m.text, m.properties) for m in taken] == [("extra!", TRACE), ("plain", {})]
+
+
 @pytest.mark.parametrize(
     ("properties", "reason"),
     [
@@ -122,4 +138,9 @@ async def test_properties_beyond_the_limits_are_refused_and_nothing_is_stored(
     batch = [courier.Outgoing("fine"), courier.Outgoing("bad", properties=properties)]
     with pytest.raises(errors.BadRequest, match=f"message 2 of the batch: .*{reason}"):
         await client.send_many(queue.id, batch)
+    topic = await client.create_topic(unique("t"))
+    subscription = await client.subscribe(topic)
+    with pytest.raises(errors.BadRequest, match=reason):
+        await client.publish(topic, "x", properties=properties)
     assert await client.pop(queue.id) is None
+    assert await client.pop(subscription) is None

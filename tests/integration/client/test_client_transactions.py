@@ -62,6 +62,40 @@ async def test_a_commit_applies_sends_publishes_and_acks_together(
         await alice.nack(job)  # acknowledged: the message is gone
 
 
+async def test_a_transactions_sends_and_publishes_keep_their_properties(
+    alice: courier.AsyncClient, unique: Unique
+) -> None:
+    (results,) = await queues(alice, unique, "results")
+    topic = await alice.create_topic(unique("news"))
+    subscription = await alice.subscribe(topic)
+    async with alice.transaction() as tx:
+        tx.send(results, "sent", properties={"op": "send"})
+        tx.publish(topic, "published", properties={"op": "publish", "n": "1"})
+        tx.send(results, "plain")
+    taken = await alice.receive_many(results, max_messages=10)
+    assert [(m.text, m.properties) for m in taken] == [("sent", {"op": "send"}), ("plain", {})]
+    published = await alice.pop(subscription)
+    assert published.properties == {"op": "publish", "n": "1"}
+
+
+async def test_properties_beyond_the_limits_end_the_transaction_with_nothing_applied(
+    alice: courier.AsyncClient, unique: Unique
+) -> None:
+    (results,) = await queues(alice, unique, "results")
+    topic = await alice.create_topic(unique("news"))
+    subscription = await alice.subscribe(topic)
+    with pytest.raises(errors.BadRequest, match="65 properties"):
+        async with alice.transaction() as tx:
+            tx.send(results, "fine", properties={"k": "v"})
+            tx.publish(topic, "bad", properties={f"k{n}": "v" for n in range(65)})
+    with pytest.raises(errors.BadRequest, match="at most 4096 bytes"):
+        async with alice.transaction() as tx:
+            tx.publish(topic, "fine")
+            tx.send(results, "bad", properties={"k": "v" * 4097})
+    assert await alice.pop(results) is None
+    assert await alice.pop(subscription) is None
+
+
 def test_the_blocking_client_commits_with_a_with_block(
     servers: list[ServerProcess], unique: Unique
 ) -> None:

@@ -1,11 +1,12 @@
-"""Logins with secrets, lockouts, rotation, disabling and queue owners, against real
-`courier serve` processes that require secrets (no open login)."""
+"""Logins with secrets, lockouts, rotation, disabling, queue and topic owners, against
+real `courier serve` processes that require secrets (no open login)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import asyncpg
 import pytest
 from server_harness import Connect
 
@@ -214,6 +215,54 @@ async def test_only_the_owner_or_an_admin_deletes_or_configures_a_queue(
     await root.delete_queue("judys-too")
     names = {queue.name for queue in await judy.list_queues()}
     assert "judys-third" in names and not {"judys", "judys-too"} & names
+
+
+async def test_only_the_owner_or_an_admin_deletes_a_topic(
+    secure: ServerProcess, make: Make, admin: tuple[str, str], dsn: str
+) -> None:
+    await register(secure, "tom", "t")
+    await register(secure, "una", "u")
+    tom, una, root = await make("tom", "t"), await make("una", "u"), await make(*admin)
+    for name in ("toms", "toms-too", "orphan"):
+        await tom.create_topic(name)
+    with pytest.raises(errors.NotAuthorised, match="only the owner of topic toms or an admin"):
+        await una.delete_topic("toms")
+    await tom.delete_topic("toms")
+    await root.delete_topic("toms-too")
+    connection = await asyncpg.connect(dsn)  # a topic whose creator is gone: the admins'
+    try:
+        await connection.execute(
+            "UPDATE courier_topics SET created_by = NULL WHERE name = 'orphan'"
+        )
+    finally:
+        await connection.close()
+    with pytest.raises(errors.NotAuthorised, match="may delete it"):
+        await tom.delete_topic("orphan")
+    await root.delete_topic("orphan")
+    assert await root.list_topics() == []
+
+
+async def test_a_subscription_is_ended_by_its_subscriber_the_topics_owner_or_an_admin(
+    secure: ServerProcess, make: Make, admin: tuple[str, str]
+) -> None:
+    for name in ("vic", "wes", "xia"):
+        await register(secure, name, name)
+    vic, wes, xia = [await make(name, name) for name in ("vic", "wes", "xia")]
+    root = await make(*admin)
+    await vic.create_topic("vics")
+    wes_own, xia_own = await wes.subscribe("vics"), await xia.subscribe("vics")
+    with pytest.raises(errors.NotAuthorised, match="only its subscriber, the owner of its"):
+        await xia.unsubscribe(wes_own)
+    with pytest.raises(errors.NotAuthorised, match="only its subscriber may resume it"):
+        await xia.subscribe("vics", name="wes")  # naming another's durable subscription
+    with pytest.raises(errors.QueueExists):
+        await xia.subscribe("vics", name="wes", durable=False)  # a clash, as before
+    assert (await wes.subscribe("vics")).queue == wes_own.queue  # its subscriber resumes
+    await vic.unsubscribe(wes_own)  # the topic's owner
+    await xia.unsubscribe(xia_own)  # the subscriber
+    again = await wes.subscribe("vics", name="again")
+    await root.unsubscribe(again)  # an admin
+    assert (await vic.get_topic("vics")).subscriptions == ()
 
 
 async def test_an_admin_creates_another_admin(

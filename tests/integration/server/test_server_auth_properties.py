@@ -5,6 +5,8 @@ by several clients, against a real middleware that requires secrets:
 - no client ever reads a message addressed to another client;
 - a queue is deleted or configured only by its owner or an admin, and anyone else
   is refused with NOT_AUTHORISED;
+- a topic is deleted only by its owner or an admin; a subscription is ended only by
+  its subscriber, the topic's owner or an admin, and resumed only by its subscriber;
 - a read-only client never sends.
 """
 
@@ -25,6 +27,7 @@ from helpers.servers import ServerProcess, StartServer, address
 
 ACTORS = ("ann", "ben", "cat", "ro", "boss")  # ro is read-only, boss an admin
 QUEUES = 3
+TOPICS = 2
 _runs = itertools.count()
 
 operations = st.lists(
@@ -40,6 +43,20 @@ operations = st.lists(
         ),
         st.tuples(st.just("pop"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
         st.tuples(st.just("take"), st.sampled_from(ACTORS), st.integers(0, QUEUES - 1)),
+        st.tuples(st.just("topic-create"), st.sampled_from(ACTORS), st.integers(0, TOPICS - 1)),
+        st.tuples(st.just("topic-delete"), st.sampled_from(ACTORS), st.integers(0, TOPICS - 1)),
+        st.tuples(
+            st.just("subscribe"),
+            st.sampled_from(ACTORS),
+            st.integers(0, TOPICS - 1),
+            st.sampled_from(ACTORS),  # whose name the subscription takes
+        ),
+        st.tuples(
+            st.just("unsubscribe"),
+            st.sampled_from(ACTORS),
+            st.integers(0, TOPICS - 1),
+            st.sampled_from(ACTORS),
+        ),
         st.tuples(st.just("anonymous"), st.sampled_from(("create", "send", "pop", "delete"))),
         st.tuples(st.just("wrong-secret"), st.sampled_from(ACTORS)),
     ),
@@ -55,9 +72,15 @@ class World:
     prefix: str
     ids: dict[str, int] = field(default_factory=dict)
     owners: dict[int, str] = field(default_factory=dict)  # queue index -> owner, if it exists
+    topic_owners: dict[int, str] = field(default_factory=dict)  # topic index -> owner
+    # (topic index, the actor it is named after) -> (its queue id, its subscriber)
+    subscriptions: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
 
     def queue(self, index: int) -> str:
         return f"{self.prefix}-q{index}"
+
+    def topic(self, index: int) -> str:
+        return f"{self.prefix}-t{index}"
 
     def may_change(self, actor: str, index: int) -> bool:
         return self.owners.get(index) == actor or actor == "boss"
@@ -220,7 +243,64 @@ def check_addressed_to(world: World, actor: str, messages: list[models.Message])
         assert message.text.endswith(f" to {actor}" if message.receiver else " to None")
 
 
+async def topic_create(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index in world.topic_owners:
+        with pytest.raises(errors.TopicExists):
+            await client.create_topic(world.topic(index))
+        return
+    await client.create_topic(world.topic(index))
+    world.topic_owners[index] = actor
+
+
+async def topic_delete(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
+    if index not in world.topic_owners:
+        with pytest.raises(errors.TopicNotFound):
+            await client.delete_topic(world.topic(index))
+    elif actor not in (world.topic_owners[index], "boss"):
+        with pytest.raises(errors.NotAuthorised, match="only the owner of topic"):
+            await client.delete_topic(world.topic(index))
+    else:
+        await client.delete_topic(world.topic(index))
+        del world.topic_owners[index]
+        for key in [key for key in world.subscriptions if key[0] == index]:
+            del world.subscriptions[key]
+
+
+async def subscribe(
+    world: World, client: courier.AsyncClient, actor: str, index: int, holder: str
+) -> None:
+    name, existing = f"{world.prefix}-{holder}", world.subscriptions.get((index, holder))
+    if index not in world.topic_owners:
+        with pytest.raises(errors.TopicNotFound):
+            await client.subscribe(world.topic(index), name=name)
+    elif existing is not None and existing[1] != actor:
+        with pytest.raises(errors.NotAuthorised, match="only its subscriber may resume"):
+            await client.subscribe(world.topic(index), name=name)
+    else:
+        made = await client.subscribe(world.topic(index), name=name)
+        assert existing is None or made.queue == existing[0]  # resumed
+        world.subscriptions[index, holder] = (made.queue, actor)
+
+
+async def unsubscribe(
+    world: World, client: courier.AsyncClient, actor: str, index: int, holder: str
+) -> None:
+    if (index, holder) not in world.subscriptions:
+        return  # no queue id to name
+    queue, subscriber = world.subscriptions[index, holder]
+    if actor not in (subscriber, world.topic_owners[index], "boss"):
+        with pytest.raises(errors.NotAuthorised, match="only its subscriber, the owner"):
+            await client.unsubscribe(queue)
+        return
+    await client.unsubscribe(queue)
+    del world.subscriptions[index, holder]
+
+
 ACTIONS = {
+    "topic-create": topic_create,
+    "topic-delete": topic_delete,
+    "subscribe": subscribe,
+    "unsubscribe": unsubscribe,
     "create": create,
     "delete": delete,
     "configure": configure,

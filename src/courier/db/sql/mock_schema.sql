@@ -808,3 +808,41 @@ LANGUAGE sql AS $$
            CASE WHEN k.kind = 'ack' THEN '{}'::bigint[] ELSE ARRAY[1]::bigint[] END, 0::bigint
     FROM unnest(p_kinds) WITH ORDINALITY AS k(kind, ord)
 $$;
+
+-- == Topic owners; properties through publishes and transactions (migration 0016) ==
+
+CREATE FUNCTION courier_publish_v2(
+    p_sender_id bigint, p_topic_id bigint, p_topic_name text, p_body bytea,
+    p_receiver_id bigint, p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    p_properties jsonb,
+    OUT topic_id bigint, OUT queue_ids bigint[], OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT coalesce(p_topic_id, courier_mock_id(p_topic_name)), ARRAY[1]::bigint[],
+           ARRAY[1]::bigint[], 0::bigint
+$$;
+
+CREATE FUNCTION courier_commit_v2(
+    p_client_id bigint, p_kinds text[], p_queue_counts integer[], p_queue_ids bigint[],
+    p_topic_ids bigint[], p_topic_names text[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_deliveries bigint[], p_properties jsonb[],
+    p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (operation integer, message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT k.ord::integer,
+           CASE WHEN k.kind = 'ack' THEN '{}'::bigint[] ELSE ARRAY[1]::bigint[] END, 0::bigint
+    FROM unnest(p_kinds) WITH ORDINALITY AS k(kind, ord)
+$$;
+
+CREATE FUNCTION courier_check_topic_owner_v1(
+    p_actor_id bigint, p_topic_id bigint, p_action text)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_delete_topic_v2(
+    p_actor_id bigint, p_id bigint, p_name text, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+CREATE FUNCTION courier_unsubscribe_v2(p_actor_id bigint, p_queue_id bigint, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
