@@ -566,7 +566,11 @@ DECLARE
     v_tried bigint[] := '{}';  -- listed before, and held by others or gone
     v_ids bigint[];            -- the next four visible messages, in read order
     v_id bigint;
+    v_hidden bigint[] := '{}';  -- queues the reader may not read (migration 0017)
 BEGIN
+    IF p_queue_id IS NULL THEN
+        v_hidden := courier_unreadable_v1(p_reader_id);
+    END IF;
     LOOP
         IF p_sender_id IS NULL AND p_order = 'time' THEN
             SELECT (array_agg(c.id ORDER BY c.created_at, c.id))[:4] INTO v_ids
@@ -587,14 +591,14 @@ BEGIN
             FROM (VALUES (0), (p_reader_id)) a(audience) CROSS JOIN LATERAL (
                 SELECT m.id, m.created_at FROM courier_messages m
                 WHERE m.sender_id = p_sender_id AND m.audience = a.audience
-                  AND m.id <> ALL (v_tried)
+                  AND m.id <> ALL (v_tried) AND m.queue_id <> ALL (v_hidden)
                 ORDER BY m.created_at, m.id LIMIT 4) c;
         ELSIF p_queue_id IS NULL THEN
             SELECT (array_agg(c.id ORDER BY c.priority DESC, c.created_at, c.id))[:4] INTO v_ids
             FROM (VALUES (0), (p_reader_id)) a(audience) CROSS JOIN LATERAL (
                 SELECT m.id, m.priority, m.created_at FROM courier_messages m
                 WHERE m.sender_id = p_sender_id AND m.audience = a.audience
-                  AND m.id <> ALL (v_tried)
+                  AND m.id <> ALL (v_tried) AND m.queue_id <> ALL (v_hidden)
                 ORDER BY m.priority DESC, m.created_at, m.id LIMIT 4) c;
         ELSIF p_order = 'time' THEN
             SELECT (array_agg(c.id ORDER BY c.created_at, c.id))[:4] INTO v_ids
@@ -846,6 +850,7 @@ DECLARE
     v_found bigint;
     v_now timestamptz := clock_timestamp();
     v_limited bigint[];
+    v_closed bigint;  -- a queue whose send list leaves the sender out
 BEGIN
     IF p_body IS NULL OR p_max_body_bytes IS NULL THEN
         PERFORM courier_fail_v1(10, 'a message needs a body and a size limit');
@@ -896,16 +901,24 @@ BEGIN
         END IF;
     END IF;
     -- Key-share locks keep the queues from being deleted before the insert; the same
-    -- look finds the queues with a limit.
-    SELECT count(*), array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited)
-    INTO v_found, v_limited FROM (
-        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited
+    -- look finds the queues with a limit, and those whose send list leaves the sender
+    -- out.
+    SELECT count(*), array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited),
+           min(l.id) FILTER (WHERE l.closed)
+    INTO v_found, v_limited, v_closed FROM (
+        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited,
+               (q.senders IS NOT NULL AND NOT p_sender_id = ANY (q.senders)
+                AND q.created_by IS DISTINCT FROM p_sender_id) AS closed
         FROM courier_queues q WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE
     ) l;
     IF v_found <> cardinality(p_queue_ids) THEN
         PERFORM courier_fail_v1(1, format('queue %s does not exist', (
             SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
             WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
+    END IF;
+    IF v_closed IS NOT NULL AND NOT courier_is_admin_v1(p_sender_id) THEN
+        PERFORM courier_fail_v1(13, format(
+            'client %s may not send to queue %s (not on its send list)', p_sender_id, v_closed));
     END IF;
     IF v_limited IS NOT NULL THEN
         PERFORM courier_lock_limited_v1(v_limited);
@@ -1306,11 +1319,15 @@ AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_limited bigint[];
+    v_guarded bigint[];  -- queues with a send list
 BEGIN
     -- Key-share locks keep the queues from being deleted before the insert; the same
-    -- look finds the queues with a limit.
-    SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited) INTO v_limited FROM (
-        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited
+    -- look finds the queues with a limit, and those with a send list.
+    SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited),
+           coalesce(array_agg(l.id) FILTER (WHERE l.guarded), '{}')
+    INTO v_limited, v_guarded FROM (
+        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited,
+               q.senders IS NOT NULL AS guarded
         FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE
     ) l;
     IF v_limited IS NOT NULL THEN
@@ -1330,11 +1347,17 @@ BEGIN
         SELECT c.request, count(*) AS queues, count(DISTINCT c.queue_id) AS distinct_queues,
                min(c.queue_id) FILTER (
                    WHERE NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = c.queue_id)
-               ) AS missing_queue
+               ) AS missing_queue,
+               -- Only the queues with a send list are looked at again.
+               min(c.queue_id) FILTER (
+                   WHERE c.queue_id = ANY (v_guarded) AND NOT EXISTS (
+                       SELECT FROM courier_queues q WHERE q.id = c.queue_id
+                       AND courier_allows_v1(p_senders[c.request], q.created_by, q.senders))
+               ) AS closed_queue
         FROM copies c
         GROUP BY c.request
     ), valid_otherwise AS (
-        SELECT r.*, p.missing_queue, CASE
+        SELECT r.*, p.missing_queue, p.closed_queue, CASE
             WHEN r.body IS NULL OR p_max_body_bytes IS NULL THEN 1
             WHEN octet_length(r.body) > p_max_body_bytes THEN 2
             WHEN r.priority IS NULL OR r.priority NOT BETWEEN 1 AND 10 THEN 3
@@ -1344,6 +1367,7 @@ BEGIN
             WHEN s.mode IS NULL THEN 7
             WHEN s.mode <> 'read_write' THEN 8
             WHEN p.missing_queue IS NOT NULL THEN 9
+            WHEN p.closed_queue IS NOT NULL THEN 11
             ELSE 0 END AS failure
         FROM requests r
         LEFT JOIN per_request p ON p.request = r.n
@@ -1373,11 +1397,12 @@ BEGIN
         WHERE octet_length(k.body) > q.max_bytes
     ), checked AS (
         SELECT k.n, k.sender, k.body, k.receiver, k.priority, k.context, k.missing_queue,
+               k.closed_queue,
                CASE WHEN k.failure = 0 AND k.n IN (SELECT b.request FROM beyond b) THEN 10
                     ELSE k.failure END AS failure
         FROM valid_otherwise k
     ), answered AS (
-        SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1, 18])[k.failure], 0)::smallint
+        SELECT k.*, coalesce((ARRAY[10, 12, 11, 10, 10, 10, 6, 13, 1, 18, 13])[k.failure], 0)::smallint
                     AS status,
                CASE k.failure
                    WHEN 0 THEN NULL
@@ -1391,6 +1416,8 @@ BEGIN
                    WHEN 7 THEN format('no client %s', k.sender)
                    WHEN 8 THEN format('client %s is read-only', k.sender)
                    WHEN 9 THEN format('queue %s does not exist', k.missing_queue)
+                   WHEN 11 THEN format('client %s may not send to queue %s (not on its send list)',
+                                       k.sender, k.closed_queue)
                    ELSE 'a queue it names is full (its limit refuses new messages)'
                END AS message
         FROM checked k
@@ -1884,6 +1911,7 @@ BEGIN
     FROM (
         SELECT q.id, q.name, courier_count_messages_v1(q.id, p_reader_id, p_count_cap) AS n
         FROM courier_queues q
+        WHERE q.readers IS NULL OR courier_allows_v1(p_reader_id, q.created_by, q.readers)
     ) c
     WHERE c.n > 0;
     exec_ns := courier_elapsed_ns_v1(v_started);
@@ -2632,6 +2660,7 @@ DECLARE
     v_found bigint;
     v_now timestamptz := clock_timestamp();
     v_limited bigint[];
+    v_closed bigint;  -- a queue whose send list leaves the sender out
 BEGIN
     IF p_body IS NULL OR p_max_body_bytes IS NULL THEN
         PERFORM courier_fail_v1(10, 'a message needs a body and a size limit');
@@ -2685,16 +2714,24 @@ BEGIN
         END IF;
     END IF;
     -- Key-share locks keep the queues from being deleted before the insert; the same
-    -- look finds the queues with a limit.
-    SELECT count(*), array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited)
-    INTO v_found, v_limited FROM (
-        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited
+    -- look finds the queues with a limit, and those whose send list leaves the sender
+    -- out.
+    SELECT count(*), array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited),
+           min(l.id) FILTER (WHERE l.closed)
+    INTO v_found, v_limited, v_closed FROM (
+        SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited,
+               (q.senders IS NOT NULL AND NOT p_sender_id = ANY (q.senders)
+                AND q.created_by IS DISTINCT FROM p_sender_id) AS closed
         FROM courier_queues q WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE
     ) l;
     IF v_found <> cardinality(p_queue_ids) THEN
         PERFORM courier_fail_v1(1, format('queue %s does not exist', (
             SELECT string_agg(w.id::text, ', ') FROM unnest(p_queue_ids) w(id)
             WHERE NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = w.id))));
+    END IF;
+    IF v_closed IS NOT NULL AND NOT courier_is_admin_v1(p_sender_id) THEN
+        PERFORM courier_fail_v1(13, format(
+            'client %s may not send to queue %s (not on its send list)', p_sender_id, v_closed));
     END IF;
     IF v_limited IS NOT NULL THEN
         PERFORM courier_lock_limited_v1(v_limited);
@@ -2748,6 +2785,8 @@ DECLARE
     v_started timestamptz := clock_timestamp();
     v_id bigint;
     v_taken courier_messages%ROWTYPE;
+    v_readers bigint[];  -- the queue's read list
+    v_owner bigint;
 BEGIN
     IF p_queue_id IS NULL AND p_sender_id IS NULL THEN
         PERFORM courier_fail_v1(10, 'a read needs a queue or a sender');
@@ -2757,6 +2796,16 @@ BEGIN
     END IF;
     IF p_lease_ms < 0 OR (p_lease_ms > 0 AND NOT p_pop) THEN
         PERFORM courier_fail_v1(10, 'a lease is a positive time, and only a pop takes one');
+    END IF;
+    IF p_queue_id IS NOT NULL THEN
+        SELECT q.readers, q.created_by INTO v_readers, v_owner
+        FROM courier_queues q WHERE q.id = p_queue_id;
+        IF NOT FOUND THEN
+            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+        ELSIF v_readers IS NOT NULL AND NOT courier_allows_v1(p_reader_id, v_owner, v_readers) THEN
+            PERFORM courier_fail_v1(13, format(
+                'client %s may not read queue %s (not on its read list)', p_reader_id, p_queue_id));
+        END IF;
     END IF;
     FOR v_attempt IN 1..100 LOOP
         IF p_pop AND p_sender_id IS NULL THEN
@@ -2814,7 +2863,19 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
+    v_readers bigint[];  -- the queue's read list
+    v_owner bigint;
 BEGIN
+    IF p_queue_id IS NOT NULL THEN
+        SELECT q.readers, q.created_by INTO v_readers, v_owner
+        FROM courier_queues q WHERE q.id = p_queue_id;
+        IF NOT FOUND THEN
+            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+        ELSIF v_readers IS NOT NULL AND NOT courier_allows_v1(p_reader_id, v_owner, v_readers) THEN
+            PERFORM courier_fail_v1(13, format(
+                'client %s may not read queue %s (not on its read list)', p_reader_id, p_queue_id));
+        END IF;
+    END IF;
     DELETE FROM courier_messages m WHERE m.id = (
         SELECT r.id FROM courier_messages r
         WHERE r.queue_id = p_queue_id AND r.receiver_id = p_reader_id AND r.context = p_context
@@ -2873,6 +2934,10 @@ DECLARE
     v_next integer := 1;   -- the next of them to answer
     v_id bigint;
     v_row record;
+    v_readers bigint[];  -- the queue's read list
+    v_owner bigint;
+    v_allowed integer[];       -- the requests whose reader may read the queue
+    v_allowed_readers bigint[];
 BEGIN
     IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
         RETURN QUERY SELECT r.n::integer, 10::smallint, 'order must be time or priority',
@@ -2882,7 +2947,9 @@ BEGIN
         FROM generate_subscripts(p_readers, 1) r(n);
         RETURN;
     END IF;
-    IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
+    SELECT q.readers, q.created_by INTO v_readers, v_owner
+    FROM courier_queues q WHERE q.id = p_queue_id;
+    IF NOT FOUND THEN
         RETURN QUERY SELECT r.n::integer, 1::smallint,
             format('queue %s does not exist', p_queue_id),
             NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
@@ -2890,6 +2957,30 @@ BEGIN
             NULL::bigint, NULL::text, NULL::jsonb, 0::bigint
         FROM generate_subscripts(p_readers, 1) r(n);
         RETURN;
+    END IF;
+    IF v_readers IS NOT NULL THEN
+        -- A reader the read list leaves out fails alone; the others pop as usual.
+        SELECT array_agg(r.n::integer ORDER BY r.n), array_agg(r.reader ORDER BY r.n)
+        INTO v_allowed, v_allowed_readers
+        FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
+        WHERE courier_allows_v1(r.reader, v_owner, v_readers);
+        IF coalesce(cardinality(v_allowed), 0) < cardinality(p_readers) THEN
+            RETURN QUERY SELECT r.n::integer, 13::smallint,
+                format('client %s may not read queue %s (not on its read list)',
+                       r.reader, p_queue_id),
+            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
+            NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
+            NULL::bigint, NULL::text, NULL::jsonb, 0::bigint
+            FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
+            WHERE NOT r.n = ANY (coalesce(v_allowed, '{}'));
+            IF v_allowed IS NOT NULL THEN
+                RETURN QUERY SELECT v_allowed[p.request], p.status, p.message, p.id, p.queue_id,
+                    p.sender_id, p.receiver_id, p.context, p.priority, p.created_at, p.body,
+                    p.deliveries, p.delivery_id, p.dead_from, p.failure, p.properties, p.exec_ns
+                FROM courier_pop_batch_v3(p_queue_id, p_order, v_allowed_readers) p;
+            END IF;
+            RETURN;
+        END IF;
     END IF;
     SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
     WHERE EXISTS (SELECT FROM courier_messages m
@@ -2980,6 +3071,8 @@ AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_row record;
+    v_readers bigint[];  -- the queue's read list
+    v_owner bigint;
 BEGIN
     IF p_count IS NULL OR p_count < 1 THEN
         PERFORM courier_fail_v1(10, 'a batch read takes at least one message');
@@ -2991,8 +3084,13 @@ BEGIN
         PERFORM courier_fail_v1(10, 'order must be time or priority');
     END IF;
     IF p_sender_id IS NULL AND coalesce(p_lease_ms, 0) = 0 THEN
-        IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
+        SELECT q.readers, q.created_by INTO v_readers, v_owner
+        FROM courier_queues q WHERE q.id = p_queue_id;
+        IF NOT FOUND THEN
             PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
+        ELSIF v_readers IS NOT NULL AND NOT courier_allows_v1(p_reader_id, v_owner, v_readers) THEN
+            PERFORM courier_fail_v1(13, format(
+                'client %s may not read queue %s (not on its read list)', p_reader_id, p_queue_id));
         END IF;
         -- In index order with a limit: a generic plan of a bare EXISTS may scan the
         -- whole table, taking most rows for the reader's.
@@ -3142,10 +3240,12 @@ BEGIN
         PERFORM courier_fail_v1(10, 'message 1 of the batch: a message needs at least one queue');
     END IF;
     -- Key-share locks keep the queues from being deleted before the insert; a queue
-    -- with a limit takes the general path, which counts its room.
-    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+    -- with a limit takes the general path, which counts its room, and so does one
+    -- with a send list, which the general path checks.
+    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL
+                             OR q.senders IS NOT NULL)
     INTO v_found, v_limited
-    FROM (SELECT q.max_messages, q.max_bytes FROM courier_queues q
+    FROM (SELECT q.max_messages, q.max_bytes, q.senders FROM courier_queues q
           WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE) q;
     IF v_limited OR v_found < cardinality(p_queue_ids) THEN
         IF v_with_properties THEN
@@ -3752,3 +3852,108 @@ EXCEPTION WHEN OTHERS THEN
         DETAIL = coalesce(v_detail, '');
 END;
 $$;
+
+-- == Queue access lists (migration 0017) ============================================
+-- A queue may name who may send to it (senders) and who may read it (readers): arrays
+-- of client ids, NULL meaning anyone (the default, and how every queue behaved
+-- before). The queue's owner (created_by) and admins may always do both. Only they
+-- may set or clear the lists (courier_set_queue_acl_v1) or see them
+-- (courier_queue_acl_v1). A refusal is NOT_AUTHORISED (13), naming client and queue.
+--
+-- The checks live in the functions that store and take messages, on the queue row
+-- they already look at, so a queue without lists costs one NULL test:
+--   sends     courier_send_v2 (so publishes and transaction commits), courier_send_v3
+--             (single sends, sends with options, courier_send_each_v1),
+--             courier_send_batch_v2 (plain batched sends; a refused request fails
+--             alone), courier_send_many_v2 (a queue with a send list takes the general
+--             path, all or none). A publish stores through courier_send_v2, so one
+--             subscription queue whose send list leaves out the publisher refuses the
+--             whole publish.
+--   reads     courier_read_v3 (pop, peek, leased reads), courier_pop_response_v3,
+--             courier_pop_batch_v3 (a refused reader fails alone), courier_pop_many_v2;
+--             a read by sender across all queues (courier_pick_v1) skips the queues
+--             the reader may not read, and courier_queues_for_me_v2 leaves them out.
+-- Acks, nacks and extensions need the lease holder already and are not checked again.
+-- Ids of deleted clients in a list grant nothing (client ids are never reused).
+
+ALTER TABLE courier_queues ADD COLUMN senders bigint[], ADD COLUMN readers bigint[];
+
+-- The few queues with a read list, for reads across queues.
+CREATE INDEX courier_queues_guarded ON courier_queues (id) WHERE readers IS NOT NULL;
+
+-- Whether the client may act on a queue with this owner and list (NULL: anyone).
+CREATE FUNCTION courier_allows_v1(p_client_id bigint, p_owner_id bigint, p_list bigint[])
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+    SELECT p_list IS NULL OR p_client_id = ANY (p_list)
+           OR coalesce(p_client_id = p_owner_id, false) OR courier_is_admin_v1(p_client_id)
+$$;
+
+-- The queues p_reader_id may not read (empty for most readers, and for admins).
+CREATE FUNCTION courier_unreadable_v1(p_reader_id bigint)
+RETURNS bigint[]
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_ids bigint[];
+BEGIN
+    SELECT coalesce(array_agg(q.id), '{}') INTO v_ids FROM courier_queues q
+    WHERE q.readers IS NOT NULL AND NOT p_reader_id = ANY (q.readers)
+      AND q.created_by IS DISTINCT FROM p_reader_id;
+    IF cardinality(v_ids) > 0 AND courier_is_admin_v1(p_reader_id) THEN
+        RETURN '{}';
+    END IF;
+    RETURN v_ids;
+END;
+$$;
+
+-- Sets both lists of a queue (NULL: anyone), as its owner or an admin. The lists are
+-- stored sorted and without repeats; every id must be a client (CLIENT_NOT_FOUND).
+CREATE FUNCTION courier_set_queue_acl_v1(
+    p_actor_id bigint, p_queue_id bigint, p_senders bigint[], p_readers bigint[],
+    OUT queue_id bigint, OUT senders bigint[], OUT readers bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_missing bigint;
+BEGIN
+    PERFORM courier_check_owner_v1(p_actor_id, p_queue_id, 'set the access lists of');
+    IF array_position(p_senders, NULL) IS NOT NULL OR array_position(p_readers, NULL) IS NOT NULL
+    THEN
+        PERFORM courier_fail_v1(10, 'an access list holds client ids, not NULL');
+    END IF;
+    SELECT min(w.id) INTO v_missing
+    FROM unnest(coalesce(p_senders, '{}') || coalesce(p_readers, '{}')) w(id)
+    WHERE NOT EXISTS (SELECT 1 FROM courier_clients c WHERE c.id = w.id);
+    IF v_missing IS NOT NULL THEN
+        PERFORM courier_fail_v1(6, format('no client %s', v_missing));
+    END IF;
+    UPDATE courier_queues q
+    SET senders = CASE WHEN p_senders IS NOT NULL
+                       THEN ARRAY(SELECT DISTINCT s FROM unnest(p_senders) s ORDER BY s) END,
+        readers = CASE WHEN p_readers IS NOT NULL
+                       THEN ARRAY(SELECT DISTINCT r FROM unnest(p_readers) r ORDER BY r) END
+    WHERE q.id = p_queue_id
+    RETURNING q.id, q.senders, q.readers INTO queue_id, senders, readers;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- A queue's lists (NULL: anyone), for its owner or an admin.
+CREATE FUNCTION courier_queue_acl_v1(
+    p_actor_id bigint, p_queue_id bigint,
+    OUT queue_id bigint, OUT senders bigint[], OUT readers bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    PERFORM courier_check_owner_v1(p_actor_id, p_queue_id, 'see the access lists of');
+    SELECT q.id, q.senders, q.readers INTO queue_id, senders, readers
+    FROM courier_queues q WHERE q.id = p_queue_id;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- The functions listed above were changed in place by this migration (their bodies
+-- above already check the lists).
