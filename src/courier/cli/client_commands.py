@@ -162,17 +162,17 @@ def show(queue_name: str) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @click.option("--senders", help="Who may send: client names or ids, comma-separated.")
 @click.option("--readers", help="Who may read: client names or ids, comma-separated.")
-@click.option("--open", "open_", is_flag=True, help="Let anyone send and read (clear both).")
+@click.option("--open", is_flag=True, help="Let anyone send and read (clear both).")
 @common.client_options
-def queue_acl(queue_name: str, senders: str | None, readers: str | None, open_: bool) -> None:
+def queue_acl(queue_name: str, senders: str | None, readers: str | None, open: bool) -> None:
     """Show or set who may send to QUEUE and who may read it (its owner and admins
     always may). A list not given stays as it is; an empty one ("") leaves only the
     owner and admins. Only the owner or an admin may do this."""
-    if open_ and (senders is not None or readers is not None):
+    if open and (senders is not None or readers is not None):
         raise click.UsageError("give --open, or --senders/--readers, not both")
     with common.client() as client:
         ref = queue_ref(queue_name)
-        if open_:
+        if open:
             acl = client.set_queue_acl(ref)
         elif senders is None and readers is None:
             acl = client.queue_acl(ref)
