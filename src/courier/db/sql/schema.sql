@@ -1319,17 +1319,30 @@ AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_limited bigint[];
-    v_guarded bigint[];  -- queues with a send list
+    v_guarded boolean;   -- some queue named has a send list
+    v_refused integer[];  -- requests refused by a send list, and the queue refusing
+    v_refusing bigint[];
 BEGIN
     -- Key-share locks keep the queues from being deleted before the insert; the same
-    -- look finds the queues with a limit, and those with a send list.
-    SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited),
-           coalesce(array_agg(l.id) FILTER (WHERE l.guarded), '{}')
+    -- look finds the queues with a limit, and whether any has a send list.
+    SELECT array_agg(l.id ORDER BY l.id) FILTER (WHERE l.limited), bool_or(l.guarded)
     INTO v_limited, v_guarded FROM (
         SELECT q.id, (q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL) AS limited,
                q.senders IS NOT NULL AS guarded
         FROM courier_queues q WHERE q.id = ANY (p_copy_queues) FOR KEY SHARE
     ) l;
+    -- Only then are the send lists looked at: the requests they refuse, with the
+    -- first queue refusing each (migration 0017).
+    IF v_guarded THEN
+        SELECT array_agg(k.request), array_agg(k.queue_id) INTO v_refused, v_refusing FROM (
+            SELECT c.request, min(c.queue_id) AS queue_id
+            FROM unnest(p_copy_requests, p_copy_queues) c(request, queue_id)
+            JOIN courier_queues q ON q.id = c.queue_id
+            WHERE q.senders IS NOT NULL
+              AND NOT courier_allows_v1(p_senders[c.request], q.created_by, q.senders)
+            GROUP BY c.request
+        ) k;
+    END IF;
     IF v_limited IS NOT NULL THEN
         PERFORM courier_lock_limited_v1(v_limited);
     END IF;
@@ -1347,17 +1360,11 @@ BEGIN
         SELECT c.request, count(*) AS queues, count(DISTINCT c.queue_id) AS distinct_queues,
                min(c.queue_id) FILTER (
                    WHERE NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = c.queue_id)
-               ) AS missing_queue,
-               -- Only the queues with a send list are looked at again.
-               min(c.queue_id) FILTER (
-                   WHERE c.queue_id = ANY (v_guarded) AND NOT EXISTS (
-                       SELECT FROM courier_queues q WHERE q.id = c.queue_id
-                       AND courier_allows_v1(p_senders[c.request], q.created_by, q.senders))
-               ) AS closed_queue
+               ) AS missing_queue
         FROM copies c
         GROUP BY c.request
     ), valid_otherwise AS (
-        SELECT r.*, p.missing_queue, p.closed_queue, CASE
+        SELECT r.*, p.missing_queue, CASE
             WHEN r.body IS NULL OR p_max_body_bytes IS NULL THEN 1
             WHEN octet_length(r.body) > p_max_body_bytes THEN 2
             WHEN r.priority IS NULL OR r.priority NOT BETWEEN 1 AND 10 THEN 3
@@ -1367,7 +1374,7 @@ BEGIN
             WHEN s.mode IS NULL THEN 7
             WHEN s.mode <> 'read_write' THEN 8
             WHEN p.missing_queue IS NOT NULL THEN 9
-            WHEN p.closed_queue IS NOT NULL THEN 11
+            WHEN r.n = ANY (v_refused) THEN 11
             ELSE 0 END AS failure
         FROM requests r
         LEFT JOIN per_request p ON p.request = r.n
@@ -1397,7 +1404,6 @@ BEGIN
         WHERE octet_length(k.body) > q.max_bytes
     ), checked AS (
         SELECT k.n, k.sender, k.body, k.receiver, k.priority, k.context, k.missing_queue,
-               k.closed_queue,
                CASE WHEN k.failure = 0 AND k.n IN (SELECT b.request FROM beyond b) THEN 10
                     ELSE k.failure END AS failure
         FROM valid_otherwise k
@@ -1417,7 +1423,7 @@ BEGIN
                    WHEN 8 THEN format('client %s is read-only', k.sender)
                    WHEN 9 THEN format('queue %s does not exist', k.missing_queue)
                    WHEN 11 THEN format('client %s may not send to queue %s (not on its send list)',
-                                       k.sender, k.closed_queue)
+                                       k.sender, v_refusing[array_position(v_refused, k.n)])
                    ELSE 'a queue it names is full (its limit refuses new messages)'
                END AS message
         FROM checked k
@@ -2815,13 +2821,8 @@ BEGIN
                 p_reader_id, p_queue_id, p_sender_id, p_order, coalesce(p_pop, false));
         END IF;
         IF v_id IS NULL THEN
-            IF p_queue_id IS NULL THEN
-                status := 4;
-            ELSIF EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = p_queue_id) THEN
-                status := 5;
-            ELSE
-                PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
-            END IF;
+            -- The queue was found above (a delete since is read as after this read).
+            status := CASE WHEN p_queue_id IS NULL THEN 4 ELSE 5 END;
             EXIT;
         ELSIF p_pop THEN
             DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
