@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+import asyncpg
 import pytest
 
 from courier import errors, models
@@ -192,3 +193,34 @@ async def test_reads_by_sender_and_queues_for_me_skip_unreadable_queues(
     assert got.body == b"hidden"
     got = await repo.read(world.admin.id, sender_id=world.owner.id, pop=True)
     assert got.body == b"hidden"
+
+
+async def test_older_versions_check_the_lists_too(dsn: str, world: World) -> None:
+    connection = await asyncpg.connect(dsn)
+    try:
+        reads = [
+            "SELECT * FROM courier_read_v2($1, $2, NULL, 'time', true, 0, NULL)",
+            "SELECT * FROM courier_pop_response_v2($1, $2, 7)",
+            "SELECT * FROM courier_pop_many_v1($1, $2, NULL, 'time', 5, 0, NULL)",
+        ]
+        for query in reads:
+            with pytest.raises(asyncpg.PostgresError, match="read list"):
+                await connection.fetch(query, world.outsider.id, world.guarded.id)
+        rows = await connection.fetch(
+            "SELECT * FROM courier_pop_batch_v2($1, 'time', $2)",
+            world.guarded.id, [world.outsider.id, world.listed.id],
+        )  # fmt: skip
+        assert sorted((row["request"], row["status"]) for row in rows) == [(1, 13), (2, 5)]
+        with pytest.raises(asyncpg.PostgresError, match="send list"):
+            await connection.fetch(
+                "SELECT * FROM courier_send_many_v1($1, $2, $3, $4, $5, $6, $7, $8, $9,"
+                " 65536, 60000)",
+                world.outsider.id, [world.guarded.id], [b"x"], [None], [5], [None], [0],
+                [None], [None],
+            )  # fmt: skip
+        ids = await connection.fetchval(
+            "SELECT ids FROM courier_queues_for_me_v1($1)", world.outsider.id
+        )
+        assert world.guarded.id not in ids
+    finally:
+        await connection.close()

@@ -649,6 +649,7 @@ BEGIN
                (SELECT count(*) FROM courier_messages m
                 WHERE m.queue_id = q.id AND m.audience IN (0, p_reader_id)) AS n
         FROM courier_queues q
+        WHERE q.readers IS NULL OR courier_allows_v1(p_reader_id, q.created_by, q.readers)
     ) c
     WHERE c.n > 0;
     exec_ns := courier_elapsed_ns_v1(v_started);
@@ -979,61 +980,15 @@ CREATE FUNCTION courier_read_v2(
     OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
-DECLARE
-    v_started timestamptz := clock_timestamp();
-    v_id bigint;
-    v_taken courier_messages%ROWTYPE;
 BEGIN
-    IF p_queue_id IS NULL AND p_sender_id IS NULL THEN
-        PERFORM courier_fail_v1(10, 'a read needs a queue or a sender');
-    END IF;
-    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
-        PERFORM courier_fail_v1(10, 'order must be time or priority');
-    END IF;
-    IF p_lease_ms < 0 OR (p_lease_ms > 0 AND NOT p_pop) THEN
-        PERFORM courier_fail_v1(10, 'a lease is a positive time, and only a pop takes one');
-    END IF;
-    FOR v_attempt IN 1..100 LOOP
-        IF p_pop AND p_sender_id IS NULL THEN
-            v_id := courier_take_one_v1(p_reader_id, p_queue_id, p_order);
-        ELSE
-            v_id := courier_pick_v1(
-                p_reader_id, p_queue_id, p_sender_id, p_order, coalesce(p_pop, false));
-        END IF;
-        IF v_id IS NULL THEN
-            IF p_queue_id IS NULL THEN
-                status := 4;
-            ELSIF EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = p_queue_id) THEN
-                status := 5;
-            ELSE
-                PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
-            END IF;
-            EXIT;
-        ELSIF p_pop THEN
-            DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
-            IF NOT FOUND THEN  -- cannot happen while the pick holds the row lock
-                PERFORM courier_fail_v1(16, format('message %s vanished while popped', v_id));
-            END IF;
-        ELSE
-            SELECT m.* INTO v_taken FROM courier_messages m WHERE m.id = v_id;
-            CONTINUE WHEN NOT FOUND;  -- a pop took the picked message: pick again
-        END IF;
-        status := 0;
-        id := v_taken.id; queue_id := v_taken.queue_id; sender_id := v_taken.sender_id;
-        receiver_id := v_taken.receiver_id; context := v_taken.context;
-        priority := v_taken.priority; created_at := v_taken.created_at; body := v_taken.body;
-        deliveries := v_taken.deliveries; dead_from := v_taken.dead_from;
-        failure := v_taken.failure;
-        IF p_lease_ms > 0 THEN
-            SELECT l.delivery_id, l.deliveries INTO delivery_id, deliveries
-            FROM courier_lease_v1(v_taken, p_lease_ms, p_reader_id, p_instance_id) l;
-        END IF;
-        EXIT;
-    END LOOP;
-    IF status IS NULL THEN  -- every peek lost its race
-        PERFORM courier_fail_v1(16, 'a peek lost 100 races in a row to concurrent pops');
-    END IF;
-    exec_ns := courier_elapsed_ns_v1(v_started);
+    -- Since migration 0017: courier_read_v3 without the properties, so the access
+    -- lists hold for older middleware too.
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
+    INTO status, id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, delivery_id, dead_from, failure, exec_ns
+    FROM courier_read_v3(p_reader_id, p_queue_id, p_sender_id, p_order, p_pop, p_lease_ms,
+                         p_instance_id) r;
 END;
 $$;
 
@@ -1047,24 +1002,13 @@ CREATE FUNCTION courier_pop_response_v2(
     OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
-DECLARE
-    v_started timestamptz := clock_timestamp();
 BEGIN
-    DELETE FROM courier_messages m WHERE m.id = (
-        SELECT r.id FROM courier_messages r
-        WHERE r.queue_id = p_queue_id AND r.receiver_id = p_reader_id AND r.context = p_context
-        ORDER BY r.created_at, r.id LIMIT 1 FOR UPDATE SKIP LOCKED)
-    RETURNING 0, m.id, m.queue_id, m.sender_id, m.receiver_id, m.context, m.priority,
-              m.created_at, m.body, m.deliveries, m.dead_from, m.failure
+    -- Since migration 0017: courier_pop_response_v3 without the properties.
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
     INTO status, id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
-         deliveries, dead_from, failure;
-    IF NOT FOUND THEN
-        IF NOT EXISTS (SELECT 1 FROM courier_queues q WHERE q.id = p_queue_id) THEN
-            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
-        END IF;
-        status := 4;
-    END IF;
-    exec_ns := courier_elapsed_ns_v1(v_started);
+         deliveries, delivery_id, dead_from, failure, exec_ns
+    FROM courier_pop_response_v3(p_reader_id, p_queue_id, p_context) r;
 END;
 $$;
 
@@ -1456,105 +1400,14 @@ RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_
                sender_id bigint, receiver_id bigint, context bigint, priority smallint,
                created_at timestamptz, body bytea, deliveries integer, delivery_id bigint,
                dead_from bigint, failure text, exec_ns bigint)
-LANGUAGE plpgsql
--- Plan once: custom plans of these statements cost more than running them.
-SET plan_cache_mode = force_generic_plan
-AS $$
-#variable_conflict use_column
-DECLARE
-    v_started timestamptz := clock_timestamp();
-    v_with_own bigint[];   -- readers holding messages of their own here
-    v_shared integer[];    -- requests served by the shared walk, in order
-    v_next integer := 1;   -- the next of them to answer
-    v_id bigint;
-    v_row record;
+LANGUAGE plpgsql AS $$
 BEGIN
-    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
-        RETURN QUERY SELECT r.n::integer, 10::smallint, 'order must be time or priority',
-            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
-            NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
-            NULL::bigint, NULL::text, 0::bigint
-        FROM generate_subscripts(p_readers, 1) r(n);
-        RETURN;
-    END IF;
-    IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
-        RETURN QUERY SELECT r.n::integer, 1::smallint,
-            format('queue %s does not exist', p_queue_id),
-            NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint,
-            NULL::smallint, NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint,
-            NULL::bigint, NULL::text, 0::bigint
-        FROM generate_subscripts(p_readers, 1) r(n);
-        RETURN;
-    END IF;
-    SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
-    WHERE EXISTS (SELECT FROM courier_messages m
-                  WHERE m.queue_id = p_queue_id AND m.audience = r.reader);
-    SELECT array_agg(r.n ORDER BY r.n) INTO v_shared
-    FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
-    WHERE NOT r.reader = ANY (coalesce(v_with_own, '{}'));
-
-    status := 0;
-    message := NULL;
-    FOR v_row IN
-        WITH picked AS (
-            SELECT m.id FROM courier_messages m
-            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'time'
-            ORDER BY m.created_at, m.id LIMIT coalesce(cardinality(v_shared), 0)
-            FOR UPDATE SKIP LOCKED
-        ), picked_by_priority AS (
-            SELECT m.id FROM courier_messages m
-            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'priority'
-            ORDER BY m.priority DESC, m.created_at, m.id
-            LIMIT coalesce(cardinality(v_shared), 0)
-            FOR UPDATE SKIP LOCKED
-        ), taken AS (
-            DELETE FROM courier_messages m
-            WHERE m.id IN (SELECT p.id FROM picked p UNION ALL SELECT p.id FROM picked_by_priority p)
-            RETURNING m.*
-        )
-        SELECT * FROM taken t
-        ORDER BY CASE WHEN p_order = 'priority' THEN -t.priority ELSE 0 END, t.created_at, t.id
-    LOOP
-        request := v_shared[v_next];
-        v_next := v_next + 1;
-        id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
-        receiver_id := v_row.receiver_id; context := v_row.context;
-        priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
-        deliveries := v_row.deliveries; dead_from := v_row.dead_from; failure := v_row.failure;
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
-
-    FOR v_row IN SELECT r.reader, r.n::integer AS n
-                 FROM unnest(p_readers) WITH ORDINALITY r(reader, n) ORDER BY r.n LOOP
-        IF v_row.n = ANY (coalesce(v_shared, '{}')) THEN
-            CONTINUE;
-        END IF;
-        v_id := courier_take_one_v1(v_row.reader, p_queue_id, p_order);
-        IF v_id IS NOT NULL THEN
-            DELETE FROM courier_messages m WHERE m.id = v_id
-            RETURNING v_row.n, 0, NULL, m.id, m.queue_id, m.sender_id, m.receiver_id,
-                      m.context, m.priority, m.created_at, m.body, m.deliveries, m.dead_from,
-                      m.failure
-            INTO request, status, message, id, queue_id, sender_id, receiver_id, context,
-                 priority, created_at, body, deliveries, dead_from, failure;
-            exec_ns := courier_elapsed_ns_v1(v_started);
-            RETURN NEXT;
-        ELSE
-            v_shared := v_shared || v_row.n;  -- answered empty below
-        END IF;
-    END LOOP;
-
-    status := 5;
-    message := NULL;
-    id := NULL; queue_id := NULL; sender_id := NULL; receiver_id := NULL; context := NULL;
-    priority := NULL; created_at := NULL; body := NULL; deliveries := NULL;
-    dead_from := NULL; failure := NULL;
-    FOR v_i IN v_next..coalesce(cardinality(v_shared), 0) LOOP
-        request := v_shared[v_i];
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
+    -- Since migration 0017: courier_pop_batch_v3 without the properties.
+    RETURN QUERY
+    SELECT p.request, p.status, p.message, p.id, p.queue_id, p.sender_id, p.receiver_id,
+           p.context, p.priority, p.created_at, p.body, p.deliveries, p.delivery_id,
+           p.dead_from, p.failure, p.exec_ns
+    FROM courier_pop_batch_v3(p_queue_id, p_order, p_readers) p;
 END;
 $$;
 
@@ -2176,9 +2029,10 @@ BEGIN
     END IF;
     -- Key-share locks keep the queues from being deleted before the insert; a queue
     -- with a limit takes the general path, which counts its room.
-    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL)
+    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL
+                             OR q.senders IS NOT NULL)  -- send lists: the checked path
     INTO v_found, v_limited
-    FROM (SELECT q.max_messages, q.max_bytes FROM courier_queues q
+    FROM (SELECT q.max_messages, q.max_bytes, q.senders FROM courier_queues q
           WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE) q;
     IF v_limited OR v_found < cardinality(p_queue_ids) THEN
         RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
@@ -2238,87 +2092,15 @@ RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
                context bigint, priority smallint, created_at timestamptz, body bytea,
                deliveries integer, delivery_id bigint, dead_from bigint, failure text,
                exec_ns bigint)
-LANGUAGE plpgsql
--- Plan once: custom plans of these statements cost more than running them.
-SET plan_cache_mode = force_generic_plan
-AS $$
-#variable_conflict use_column
-DECLARE
-    v_started timestamptz := clock_timestamp();
-    v_row record;
+LANGUAGE plpgsql AS $$
 BEGIN
-    IF p_count IS NULL OR p_count < 1 THEN
-        PERFORM courier_fail_v1(10, 'a batch read takes at least one message');
-    END IF;
-    IF p_queue_id IS NULL THEN
-        PERFORM courier_fail_v1(10, 'a batch read needs a queue');
-    END IF;
-    IF p_order IS NULL OR p_order NOT IN ('time', 'priority') THEN
-        PERFORM courier_fail_v1(10, 'order must be time or priority');
-    END IF;
-    IF p_sender_id IS NULL AND coalesce(p_lease_ms, 0) = 0 THEN
-        IF NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
-            PERFORM courier_fail_v1(1, format('queue %s does not exist', p_queue_id));
-        END IF;
-        -- In index order with a limit: a generic plan of a bare EXISTS may scan the
-        -- whole table, taking most rows for the reader's.
-        PERFORM FROM courier_messages m
-        WHERE m.queue_id = p_queue_id AND m.audience = p_reader_id
-        ORDER BY m.created_at, m.id LIMIT 1;
-        IF FOUND THEN
-            -- Messages of its own compete with the shared ones: one by one.
-            RETURN QUERY
-            SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
-                   p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
-                   p.exec_ns
-            FROM courier_pop_batch_v2(p_queue_id, p_order,
-                                      array_fill(p_reader_id, ARRAY[p_count])) p
-            WHERE p.status = 0;
-        ELSIF p_order = 'time' THEN
-            -- One walk of the index, skipping rows other pops hold.
-            RETURN QUERY
-            WITH taken AS (
-                -- An array, not IN (...): a generic plan of IN may hash-join a scan
-                -- of the whole table against the few ids.
-                DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(
-                    SELECT w.id FROM courier_messages w
-                    WHERE w.queue_id = p_queue_id AND w.audience = 0
-                    ORDER BY w.created_at, w.id LIMIT p_count FOR UPDATE SKIP LOCKED))
-                RETURNING m.*
-            )
-            SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
-                   t.created_at, t.body, t.deliveries, NULL::bigint, t.dead_from, t.failure,
-                   courier_elapsed_ns_v1(v_started)
-            FROM taken t ORDER BY t.created_at, t.id;
-        ELSE
-            RETURN QUERY
-            WITH taken AS (
-                DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(
-                    SELECT w.id FROM courier_messages w
-                    WHERE w.queue_id = p_queue_id AND w.audience = 0
-                    ORDER BY w.priority DESC, w.created_at, w.id LIMIT p_count
-                    FOR UPDATE SKIP LOCKED))
-                RETURNING m.*
-            )
-            SELECT t.id, t.queue_id, t.sender_id, t.receiver_id, t.context, t.priority,
-                   t.created_at, t.body, t.deliveries, NULL::bigint, t.dead_from, t.failure,
-                   courier_elapsed_ns_v1(v_started)
-            FROM taken t ORDER BY t.priority DESC, t.created_at, t.id;
-        END IF;
-        RETURN;
-    END IF;
-    FOR v_i IN 1..p_count LOOP
-        SELECT * INTO v_row FROM courier_read_v2(p_reader_id, p_queue_id, p_sender_id, p_order,
-                                                 true, coalesce(p_lease_ms, 0), p_instance_id);
-        EXIT WHEN v_row.status <> 0;
-        id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
-        receiver_id := v_row.receiver_id; context := v_row.context;
-        priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
-        deliveries := v_row.deliveries; delivery_id := v_row.delivery_id;
-        dead_from := v_row.dead_from; failure := v_row.failure;
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
+    -- Since migration 0017: courier_pop_many_v2 without the properties.
+    RETURN QUERY
+    SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+           p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+           p.exec_ns
+    FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                             p_lease_ms, p_instance_id) p;
 END;
 $$;
 
@@ -3874,6 +3656,12 @@ $$;
 --             courier_pop_batch_v3 (a refused reader fails alone), courier_pop_many_v2;
 --             a read by sender across all queues (courier_pick_v1) skips the queues
 --             the reader may not read, and courier_queues_for_me_v2 leaves them out.
+-- The older versions an older middleware may still call check alike:
+-- courier_read_v2, courier_pop_response_v2, courier_pop_batch_v2 and
+-- courier_pop_many_v1 now run their successors (dropping the properties),
+-- courier_send_many_v1 sends a batch naming a queue with a send list down its checked
+-- path, and courier_queues_for_me_v1 leaves unreadable queues out; courier_exchange_v2
+-- to _v4 call only checked functions.
 -- Acks, nacks and extensions need the lease holder already and are not checked again.
 -- Ids of deleted clients in a list grant nothing (client ids are never reused).
 

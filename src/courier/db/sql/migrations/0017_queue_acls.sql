@@ -18,6 +18,12 @@
 --             courier_pop_batch_v3 (a refused reader fails alone), courier_pop_many_v2;
 --             a read by sender across all queues (courier_pick_v1) skips the queues
 --             the reader may not read, and courier_queues_for_me_v2 leaves them out.
+-- The older versions an older middleware may still call check alike:
+-- courier_read_v2, courier_pop_response_v2, courier_pop_batch_v2 and
+-- courier_pop_many_v1 now run their successors (dropping the properties),
+-- courier_send_many_v1 sends a batch naming a queue with a send list down its checked
+-- path, and courier_queues_for_me_v1 leaves unreadable queues out; courier_exchange_v2
+-- to _v4 call only checked functions.
 -- Acks, nacks and extensions need the lease holder already and are not checked again.
 -- Ids of deleted clients in a list grant nothing (client ids are never reused).
 
@@ -1058,5 +1064,213 @@ BEGIN
     -- Joined to what was stored, so the insert has run when exec_ns is taken.
     SELECT array_agg(d.id ORDER BY d.ord), courier_elapsed_ns_v1(v_started)
     FROM drawn d JOIN stored s ON s.id = d.id GROUP BY d.n ORDER BY d.n;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_queues_for_me_v1(
+    p_reader_id bigint,
+    OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    SELECT coalesce(array_agg(c.id ORDER BY c.id), '{}'),
+           coalesce(array_agg(c.name ORDER BY c.id), '{}'),
+           coalesce(array_agg(c.n ORDER BY c.id), '{}')
+    INTO ids, names, message_counts
+    FROM (
+        SELECT q.id, q.name,
+               (SELECT count(*) FROM courier_messages m
+                WHERE m.queue_id = q.id AND m.audience IN (0, p_reader_id)) AS n
+        FROM courier_queues q
+        WHERE q.readers IS NULL OR courier_allows_v1(p_reader_id, q.created_by, q.readers)
+    ) c
+    WHERE c.n > 0;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_read_v2(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer, p_instance_id bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    -- Since migration 0017: courier_read_v3 without the properties, so the access
+    -- lists hold for older middleware too.
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
+    INTO status, id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, delivery_id, dead_from, failure, exec_ns
+    FROM courier_read_v3(p_reader_id, p_queue_id, p_sender_id, p_order, p_pop, p_lease_ms,
+                         p_instance_id) r;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_pop_response_v2(
+    p_reader_id bigint, p_queue_id bigint, p_context bigint,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    -- Since migration 0017: courier_pop_response_v3 without the properties.
+    SELECT r.status, r.id, r.queue_id, r.sender_id, r.receiver_id, r.context, r.priority,
+           r.created_at, r.body, r.deliveries, r.delivery_id, r.dead_from, r.failure, r.exec_ns
+    INTO status, id, queue_id, sender_id, receiver_id, context, priority, created_at, body,
+         deliveries, delivery_id, dead_from, failure, exec_ns
+    FROM courier_pop_response_v3(p_reader_id, p_queue_id, p_context) r;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_pop_batch_v2(p_queue_id bigint, p_order text, p_readers bigint[])
+RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
+               sender_id bigint, receiver_id bigint, context bigint, priority smallint,
+               created_at timestamptz, body bytea, deliveries integer, delivery_id bigint,
+               dead_from bigint, failure text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- Since migration 0017: courier_pop_batch_v3 without the properties.
+    RETURN QUERY
+    SELECT p.request, p.status, p.message, p.id, p.queue_id, p.sender_id, p.receiver_id,
+           p.context, p.priority, p.created_at, p.body, p.deliveries, p.delivery_id,
+           p.dead_from, p.failure, p.exec_ns
+    FROM courier_pop_batch_v3(p_queue_id, p_order, p_readers) p;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_send_many_v1(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE plpgsql
+-- Plan once: custom plans of these statements cost more than running them.
+SET plan_cache_mode = force_generic_plan
+AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_count integer := coalesce(cardinality(p_bodies), 0);
+    v_found bigint;
+    v_limited boolean;
+    v_mode text;
+    v_k integer := 0;
+    v_detail text;
+BEGIN
+    IF v_count = 0 THEN
+        PERFORM courier_fail_v1(10, 'a batch needs at least one message');
+    END IF;
+    IF coalesce(cardinality(p_receivers), 0) <> v_count
+       OR coalesce(cardinality(p_priorities), 0) <> v_count
+       OR coalesce(cardinality(p_contexts), 0) <> v_count
+       OR coalesce(cardinality(p_delays), 0) <> v_count
+       OR coalesce(cardinality(p_ttls), 0) <> v_count
+       OR coalesce(cardinality(p_dedup_ids), 0) <> v_count THEN
+        PERFORM courier_fail_v1(10, 'every field of a batch has one value per message');
+    END IF;
+    IF EXISTS (SELECT FROM generate_subscripts(p_bodies, 1) k
+               WHERE coalesce(p_delays[k], 0) <> 0 OR p_ttls[k] IS NOT NULL
+                     OR p_dedup_ids[k] IS NOT NULL) THEN
+        BEGIN
+            FOR v_i IN 1..v_count LOOP
+                v_k := v_i;
+                RETURN QUERY
+                SELECT s.message_ids, courier_elapsed_ns_v1(v_started)
+                FROM courier_send_v2(p_sender_id, p_queue_ids, p_bodies[v_i], p_receivers[v_i],
+                                     p_priorities[v_i], p_contexts[v_i], p_max_body_bytes,
+                                     coalesce(p_delays[v_i], 0), p_ttls[v_i], p_dedup_ids[v_i],
+                                     p_dedup_window_ms) s;
+            END LOOP;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            GET STACKED DIAGNOSTICS v_detail = PG_EXCEPTION_DETAIL;
+            RAISE EXCEPTION USING ERRCODE = SQLSTATE, DETAIL = v_detail,
+                MESSAGE = format('message %s of the batch: %s', v_k, SQLERRM);
+        END;
+        RETURN;
+    END IF;
+    IF coalesce(cardinality(p_queue_ids), 0) = 0 THEN
+        PERFORM courier_fail_v1(10, 'message 1 of the batch: a message needs at least one queue');
+    END IF;
+    -- Key-share locks keep the queues from being deleted before the insert; a queue
+    -- with a limit takes the general path, which counts its room.
+    SELECT count(*), bool_or(q.max_messages IS NOT NULL OR q.max_bytes IS NOT NULL
+                             OR q.senders IS NOT NULL)  -- send lists: the checked path
+    INTO v_found, v_limited
+    FROM (SELECT q.max_messages, q.max_bytes, q.senders FROM courier_queues q
+          WHERE q.id = ANY (p_queue_ids) FOR KEY SHARE) q;
+    IF v_limited OR v_found < cardinality(p_queue_ids) THEN
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    SELECT c.mode INTO v_mode FROM courier_clients c WHERE c.id = p_sender_id;
+    IF v_mode IS DISTINCT FROM 'read_write' OR v_found <> (
+            SELECT count(DISTINCT q) FROM unnest(p_queue_ids) q) THEN
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    SELECT min(m.n) INTO v_k FROM unnest(p_bodies, p_receivers, p_priorities)
+        WITH ORDINALITY m(body, receiver, priority, n)
+    WHERE m.body IS NULL OR octet_length(m.body) > p_max_body_bytes
+       OR m.priority IS NULL OR m.priority NOT BETWEEN 1 AND 10 OR m.receiver <= 0;
+    IF v_k IS NOT NULL THEN  -- the general path names what is wrong with it
+        RETURN QUERY SELECT * FROM courier_send_many_checked_v1(
+            p_sender_id, p_queue_ids, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_max_body_bytes, v_started);
+        RETURN;
+    END IF;
+    -- Every check passed once for the whole batch: store it in one statement. Ids are
+    -- drawn in copy order, so the batch keeps its order in time.
+    RETURN QUERY
+    WITH drawn AS (
+        SELECT m.n, q.ord, q.queue_id, m.receiver, m.context, m.priority, m.body,
+               nextval('courier_messages_id_seq') AS id
+        FROM unnest(p_bodies, p_receivers, p_priorities, p_contexts)
+                 WITH ORDINALITY m(body, receiver, priority, context, n)
+        CROSS JOIN unnest(p_queue_ids) WITH ORDINALITY q(queue_id, ord)
+        ORDER BY m.n, q.ord
+    ), stored AS (
+        INSERT INTO courier_messages
+            (id, queue_id, sender_id, receiver_id, context, priority, body)
+        OVERRIDING SYSTEM VALUE
+        SELECT d.id, d.queue_id, p_sender_id, d.receiver, d.context, d.priority, d.body
+        FROM drawn d ORDER BY d.n, d.ord
+        RETURNING id
+    )
+    -- Joined to what was stored, so the insert has run when exec_ns is taken.
+    SELECT array_agg(d.id ORDER BY d.ord), courier_elapsed_ns_v1(v_started)
+    FROM drawn d JOIN stored s ON s.id = d.id GROUP BY d.n ORDER BY d.n;
+END;
+$$;
+
+CREATE OR REPLACE FUNCTION courier_pop_many_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    -- Since migration 0017: courier_pop_many_v2 without the properties.
+    RETURN QUERY
+    SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+           p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+           p.exec_ns
+    FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                             p_lease_ms, p_instance_id) p;
 END;
 $$;
