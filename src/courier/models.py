@@ -84,6 +84,17 @@ class QueueSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueAcl:
+    """Who may send to a queue (``senders``) and who may read it (``readers``): client
+    ids, sorted, or None for anyone (the default). The queue's owner and admins may
+    always do both."""
+
+    queue: int
+    senders: tuple[int, ...] | None = None
+    readers: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Message:
     """A stored message. ``body`` is bytes; ``text`` decodes it as UTF-8.
 

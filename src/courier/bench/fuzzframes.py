@@ -131,6 +131,8 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
             frames.Read(queue, None, models.Order.TIME, pop=True, lease_ms=1000),
             frames.Receive(queue, None, models.Order.PRIORITY, timeout_ms=5, lease_ms=500),
             frames.ConfigureQueue(queue, 3, None, False),
+            frames.SetQueueAcl(queue, None, None),
+            frames.GetQueueAcl(queue),
             frames.ReceiveMany(queue, None, models.Order.TIME, 20, timeout_ms=5),
             frames.ReceiveMany(queue, None, models.Order.PRIORITY, 5, 0, 500, 2, 5),
         ]

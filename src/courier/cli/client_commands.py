@@ -141,10 +141,68 @@ def delete(queue_name: str, if_empty: bool) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @common.client_options
 def show(queue_name: str) -> None:
-    """Show QUEUE with its message count."""
+    """Show QUEUE with its message count, and its access lists to its owner or an
+    admin when it has any."""
     with common.client() as client:
         found = client.get_queue(queue_ref(queue_name))
-    common.emit(found, lambda: show_queues(None, [found]))
+        try:
+            acl: models.QueueAcl | None = client.queue_acl(found.id)
+        except errors.NotAuthorised:
+            acl = None
+
+    def text() -> None:
+        show_queues(None, [found])
+        if acl is not None and (acl.senders is not None or acl.readers is not None):
+            common.say(describe_acl(acl))
+
+    common.emit(found, text)
+
+
+@queue.command(name="acl")
+@click.argument("queue_name", metavar="QUEUE")
+@click.option("--senders", help="Who may send: client names or ids, comma-separated.")
+@click.option("--readers", help="Who may read: client names or ids, comma-separated.")
+@click.option("--open", is_flag=True, help="Let anyone send and read (clear both).")
+@common.client_options
+def queue_acl(queue_name: str, senders: str | None, readers: str | None, open: bool) -> None:
+    """Show or set who may send to QUEUE and who may read it (its owner and admins
+    always may). A list not given stays as it is; an empty one ("") leaves only the
+    owner and admins. Only the owner or an admin may do this."""
+    if open and (senders is not None or readers is not None):
+        raise click.UsageError("give --open, or --senders/--readers, not both")
+    with common.client() as client:
+        ref = queue_ref(queue_name)
+        if open:
+            acl = client.set_queue_acl(ref)
+        elif senders is None and readers is None:
+            acl = client.queue_acl(ref)
+        else:
+            now = client.queue_acl(ref)
+            acl = client.set_queue_acl(
+                ref,
+                senders=now.senders if senders is None else client_list(senders),
+                readers=now.readers if readers is None else client_list(readers),
+            )
+    common.emit(acl, lambda: common.say(describe_acl(acl)))
+
+
+def client_list(text: str) -> list[int | str]:
+    """Comma-separated clients: ids when all digits, else names."""
+    return [int(item) if item.isdigit() else item
+            for item in (part.strip() for part in text.split(",")) if item]  # fmt: skip
+
+
+def describe_acl(acl: models.QueueAcl) -> str:
+    def who(clients: tuple[int, ...] | None) -> str:
+        if clients is None:
+            return "anyone"
+        return (
+            ", ".join(f"client {c}" for c in clients) + " (and the owner and admins)"
+            if clients
+            else "only the owner and admins"
+        )
+
+    return f"queue {acl.queue}: may send: {who(acl.senders)}; may read: {who(acl.readers)}"
 
 
 @queue.command(name="list")

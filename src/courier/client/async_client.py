@@ -559,6 +559,29 @@ class AsyncClient(topics.TopicMethods):
         )  # fmt: skip
         return (await self._session.call(request, protocol.QueueSettingsReply)).settings
 
+    async def set_queue_acl(
+        self,
+        queue: queue_refs.QueueRef,
+        *,
+        senders: Iterable[int | str] | None = None,
+        readers: Iterable[int | str] | None = None,
+    ) -> models.QueueAcl:
+        """Say who may send to a queue and who may read it: clients by id or name;
+        None (the default) lets anyone. Both lists are set at once, so leaving one out
+        opens it. The queue's owner and admins may always do both, and only they may
+        call this (NotAuthorised). A client left out is refused with NotAuthorised."""
+        request = protocol.SetQueueAcl(
+            await self._queues.id(queue),
+            None if senders is None else tuple(senders),
+            None if readers is None else tuple(readers),
+        )
+        return (await self._session.call(request, protocol.QueueAclReply)).acl
+
+    async def queue_acl(self, queue: queue_refs.QueueRef) -> models.QueueAcl:
+        """A queue's access lists (None: anyone); only for its owner or an admin."""
+        request = protocol.GetQueueAcl(await self._queues.id(queue))
+        return (await self._session.call(request, protocol.QueueAclReply)).acl
+
     async def request(
         self,
         queue: queue_refs.QueueRef,

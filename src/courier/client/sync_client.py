@@ -155,6 +155,8 @@ class Client:
     nack = blocking(async_client.AsyncClient.nack)
     extend = blocking(async_client.AsyncClient.extend)
     configure_queue = blocking(async_client.AsyncClient.configure_queue)
+    set_queue_acl = blocking(async_client.AsyncClient.set_queue_acl)
+    queue_acl = blocking(async_client.AsyncClient.queue_acl)
     send_many = blocking(async_client.AsyncClient.send_many)
     receive_many = blocking(async_client.AsyncClient.receive_many)
     pop_many = blocking(async_client.AsyncClient.pop_many)

@@ -52,7 +52,9 @@ class QueueRow:
     acknowledged) and ``delayed`` ones are held apart until they are due. After
     ``max_deliveries`` (None: no limit) a message moves to the dead-letter queue.
     Beyond ``max_messages`` or ``max_bytes`` (None: no limit) a send is refused or
-    the oldest messages are dropped, as ``overflow`` says."""
+    the oldest messages are dropped, as ``overflow`` says. ``senders`` and
+    ``readers`` name the clients that may send to and read the queue besides its
+    owner and admins (None: anyone)."""
 
     id: int
     name: str
@@ -69,6 +71,8 @@ class QueueRow:
     max_messages: int | None
     max_bytes: int | None
     overflow: str
+    senders: list[str] | None = None
+    readers: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

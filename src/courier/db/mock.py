@@ -283,6 +283,16 @@ class MockBackend:
     ) -> models.QueueSettings:  # fmt: skip
         return settings
 
+    async def set_queue_acl(
+        self, actor: int, acl: models.QueueAcl, *, timing: repository.Timing | None = None
+    ) -> models.QueueAcl:
+        return acl
+
+    async def queue_acl(
+        self, actor: int, queue_id: int, *, timing: repository.Timing | None = None
+    ) -> models.QueueAcl:
+        return models.QueueAcl(queue_id)
+
     async def sweep(
         self, limit: int, *, timing: repository.Timing | None = None
     ) -> repository.Sweep:

@@ -736,6 +736,28 @@ class Repository:
             models.Overflow(row["overflow"]),
         )  # fmt: skip
 
+    async def set_queue_acl(
+        self, actor: int, acl: models.QueueAcl, *, timing: Timing | None = None
+    ) -> models.QueueAcl:
+        """Set both access lists of the queue (None: anyone). QueueNotFound,
+        ClientNotFound, BadRequest; NotAuthorised unless ``actor`` owns the queue or is
+        an admin."""
+        row = await self._call(
+            "courier_set_queue_acl_v1($1, $2, $3, $4)", actor, acl.queue,
+            None if acl.senders is None else list(acl.senders),
+            None if acl.readers is None else list(acl.readers),
+            timing=timing,
+        )  # fmt: skip
+        return _queue_acl(row)
+
+    async def queue_acl(
+        self, actor: int, queue_id: int, *, timing: Timing | None = None
+    ) -> models.QueueAcl:
+        """The queue's access lists. QueueNotFound; NotAuthorised unless ``actor`` owns
+        the queue or is an admin."""
+        row = await self._call("courier_queue_acl_v1($1, $2)", actor, queue_id, timing=timing)
+        return _queue_acl(row)
+
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep:
         """Return due held messages to their queues, expire messages past their ttl,
         forget old dedup ids; ``next_due`` is when something falls due next."""
@@ -1156,3 +1178,12 @@ class ConsoleRepository(Repository):
             None if message_ids is None else list(message_ids), timing=timing,
         )  # fmt: skip
         return int(row["moved"])
+
+
+def _queue_acl(row: Any) -> models.QueueAcl:
+    senders, readers = row["senders"], row["readers"]
+    return models.QueueAcl(
+        row["queue_id"],
+        None if senders is None else tuple(senders),
+        None if readers is None else tuple(readers),
+    )

@@ -155,6 +155,8 @@ class Opcode(enum.IntEnum):
     GET_QUEUE = 0x12
     LIST_QUEUES = 0x13
     CONFIGURE_QUEUE = 0x14
+    SET_QUEUE_ACL = 0x15
+    GET_QUEUE_ACL = 0x16
     SEND = 0x20
     READ = 0x21
     RECEIVE = 0x22

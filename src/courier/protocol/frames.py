@@ -135,6 +135,23 @@ class ListQueues:
 
 
 @dataclass(frozen=True, slots=True)
+class SetQueueAcl:
+    """Set both access lists of a queue (None: anyone), as its owner or an admin (see
+    models.QueueAcl); each client by id (int) or name (str)."""
+
+    queue_id: int
+    senders: tuple[int | str, ...] | None
+    readers: tuple[int | str, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
+class GetQueueAcl:
+    """A queue's access lists, for its owner or an admin."""
+
+    queue_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class ConfigureQueue:
     """Set how a queue treats failing and expired messages, and its limits (see
     models.QueueSettings)."""
@@ -398,6 +415,11 @@ class QueueSettingsReply:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueAclReply:
+    acl: models.QueueAcl
+
+
+@dataclass(frozen=True, slots=True)
 class MessageIdsReply:
     ids: tuple[int, ...]
 
@@ -484,6 +506,8 @@ Request: TypeAlias = (
     | GetQueue
     | ListQueues
     | ConfigureQueue
+    | SetQueueAcl
+    | GetQueueAcl
     | Send
     | Read
     | Receive
@@ -515,6 +539,7 @@ Reply: TypeAlias = (
     | QueueReply
     | QueueListReply
     | QueueSettingsReply
+    | QueueAclReply
     | MessageIdsReply
     | MessageReply
     | BatchIdsReply
@@ -543,6 +568,8 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.GET_QUEUE: GetQueue,
     Opcode.LIST_QUEUES: ListQueues,
     Opcode.CONFIGURE_QUEUE: ConfigureQueue,
+    Opcode.SET_QUEUE_ACL: SetQueueAcl,
+    Opcode.GET_QUEUE_ACL: GetQueueAcl,
     Opcode.SEND: Send,
     Opcode.READ: Read,
     Opcode.RECEIVE: Receive,
@@ -580,6 +607,8 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.GET_QUEUE: QueueReply,
     Opcode.LIST_QUEUES: QueueListReply,
     Opcode.CONFIGURE_QUEUE: QueueSettingsReply,
+    Opcode.SET_QUEUE_ACL: QueueAclReply,
+    Opcode.GET_QUEUE_ACL: QueueAclReply,
     Opcode.SEND: MessageIdsReply,
     Opcode.READ: MessageReply,
     Opcode.RECEIVE: MessageReply,

@@ -10,7 +10,7 @@ import struct
 from collections.abc import Callable
 
 from courier import errors, models
-from courier.protocol import constants, exceptions, frames, wire
+from courier.protocol import constants, exceptions, frames, requests, wire
 from courier.protocol.constants import Opcode
 
 # The Message layout (docs/protocol.md) in the pieces between its variable fields:
@@ -50,6 +50,8 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
                 write_queue(writer, queue)
         case frames.QueueSettingsReply(settings=settings):
             write_queue_settings(writer, settings)
+        case frames.QueueAclReply(acl=acl):
+            requests.write_queue_acl(writer, acl)
         case frames.MessageIdsReply(ids=ids):
             writer.u16(len(ids), "len(ids)")
             for message_id in ids:
@@ -447,6 +449,7 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.QueueReply: read_queue_reply,
     frames.QueueListReply: read_queue_list,
     frames.QueueSettingsReply: read_queue_settings_reply,
+    frames.QueueAclReply: lambda reader: frames.QueueAclReply(requests.read_queue_acl(reader)),
     frames.MessageIdsReply: read_message_ids,
     frames.MessageReply: read_message_reply,
     frames.BatchIdsReply: read_batch_ids,

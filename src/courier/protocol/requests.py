@@ -49,6 +49,12 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             write_lookup(writer, queue_id, name, "queue_id")
         case frames.ConfigureQueue():
             write_configure_queue(writer, request)
+        case frames.SetQueueAcl(queue_id=queue_id, senders=senders, readers=readers):
+            writer.i64(queue_id, "queue_id")
+            write_client_list(writer, senders, "senders")
+            write_client_list(writer, readers, "readers")
+        case frames.GetQueueAcl(queue_id=queue_id):
+            writer.i64(queue_id, "queue_id")
         case frames.Send():
             write_send(writer, request)
         case frames.Read():
@@ -162,6 +168,59 @@ def write_configure_queue(writer: wire.Writer, configure: frames.ConfigureQueue)
     writer.optional_u32(configure.max_messages, "max_messages")
     writer.optional_i64(configure.max_bytes, "max_bytes")
     wire.write_code(writer, wire.OVERFLOW_CODES, configure.overflow, "overflow")
+
+
+def write_queue_acl(writer: wire.Writer, acl: models.QueueAcl) -> None:
+    """A queue id and two optional lists of client ids (absent: anyone)."""
+    writer.i64(acl.queue, "acl.queue")
+    for field, clients in (("acl.senders", acl.senders), ("acl.readers", acl.readers)):
+        writer.boolean(clients is not None, f"has({field})")
+        if clients is not None:
+            writer.u16(len(clients), f"len({field})")
+            for client_id in clients:
+                writer.i64(client_id, f"{field}[]")
+
+
+def write_client_list(
+    writer: wire.Writer, clients: tuple[int | str, ...] | None, field: str
+) -> None:
+    """An optional list (absent: anyone) of clients, each by id or by name."""
+    writer.boolean(clients is not None, f"has({field})")
+    if clients is not None:
+        writer.u16(len(clients), f"len({field})")
+        for client in clients:
+            if isinstance(client, int):
+                write_lookup(writer, client, None, f"{field}[]")
+            else:
+                write_lookup(writer, None, client, f"{field}[]")
+
+
+def read_client_list(reader: wire.Reader, field: str) -> tuple[int | str, ...] | None:
+    if not reader.boolean(f"has({field})"):
+        return None
+    clients: list[int | str] = []
+    for _ in range(reader.u16(f"len({field})")):
+        client_id, name = read_lookup(reader, f"{field}[]")
+        clients.append(client_id if client_id is not None else str(name))
+    return tuple(clients)
+
+
+def read_set_queue_acl(reader: wire.Reader) -> frames.SetQueueAcl:
+    queue_id = reader.i64("queue_id")
+    senders = read_client_list(reader, "senders")
+    return frames.SetQueueAcl(queue_id, senders, read_client_list(reader, "readers"))
+
+
+def read_queue_acl(reader: wire.Reader) -> models.QueueAcl:
+    queue = reader.i64("acl.queue")
+    lists: list[tuple[int, ...] | None] = []
+    for field in ("acl.senders", "acl.readers"):
+        if reader.boolean(f"has({field})"):
+            count = reader.u16(f"len({field})")
+            lists.append(tuple(reader.i64(f"{field}[]") for _ in range(count)))
+        else:
+            lists.append(None)
+    return models.QueueAcl(queue, lists[0], lists[1])
 
 
 def write_send(writer: wire.Writer, send: frames.Send) -> None:
@@ -511,6 +570,8 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.GET_QUEUE: read_get_queue,
     Opcode.LIST_QUEUES: constant(frames.ListQueues()),
     Opcode.CONFIGURE_QUEUE: read_configure_queue,
+    Opcode.SET_QUEUE_ACL: read_set_queue_acl,
+    Opcode.GET_QUEUE_ACL: lambda reader: frames.GetQueueAcl(reader.i64("queue_id")),
     Opcode.SEND: read_send,
     Opcode.READ: read_read,
     Opcode.RECEIVE: read_receive,

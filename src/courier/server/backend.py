@@ -190,6 +190,14 @@ class Backend(Protocol):
         timing: Timing | None = None,
     ) -> models.QueueSettings: ...
 
+    async def set_queue_acl(
+        self, actor: int, acl: models.QueueAcl, *, timing: Timing | None = None
+    ) -> models.QueueAcl: ...
+
+    async def queue_acl(
+        self, actor: int, queue_id: int, *, timing: Timing | None = None
+    ) -> models.QueueAcl: ...
+
     async def sweep(self, limit: int, *, timing: Timing | None = None) -> Sweep: ...
 
     async def commit(

@@ -520,6 +520,34 @@ async def configure_queue(
     return frames.QueueSettingsReply(configured)
 
 
+async def set_queue_acl(ctx: Context, request: frames.SetQueueAcl) -> frames.QueueAclReply:
+    """Clients named by name are looked up first (ClientNotFound); the database checks
+    that the caller owns the queue or is an admin."""
+    actor = ctx.session.require_client().id
+
+    async def ids(clients: tuple[int | str, ...] | None) -> tuple[int, ...] | None:
+        if clients is None:
+            return None
+        return tuple([
+            client if isinstance(client, int)
+            else (await ctx.services.backend.get_client(client, timing=ctx.timing)).id
+            for client in clients
+        ])  # fmt: skip
+
+    wanted = models.QueueAcl(
+        request.queue_id, await ids(request.senders), await ids(request.readers)
+    )
+    acl = await ctx.services.backend.set_queue_acl(actor, wanted, timing=ctx.timing)
+    return frames.QueueAclReply(acl)
+
+
+async def get_queue_acl(ctx: Context, request: frames.GetQueueAcl) -> frames.QueueAclReply:
+    acl = await ctx.services.backend.queue_acl(
+        ctx.session.require_client().id, request.queue_id, timing=ctx.timing
+    )
+    return frames.QueueAclReply(acl)
+
+
 async def queues_for_me(ctx: Context, request: frames.QueuesForMe) -> frames.QueueListReply:
     queues = await ctx.services.backend.queues_for_me(
         ctx.session.require_client().id, timing=ctx.timing
@@ -554,6 +582,8 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.QUEUES_FOR_ME: queues_for_me,
     Opcode.CANCEL: cancel,
     Opcode.CONFIGURE_QUEUE: configure_queue,
+    Opcode.SET_QUEUE_ACL: set_queue_acl,
+    Opcode.GET_QUEUE_ACL: get_queue_acl,
     Opcode.ACK: ack,
     Opcode.NACK: nack,
     Opcode.EXTEND: extend,

@@ -103,3 +103,31 @@ def test_queue_limits_from_the_command_line(courier: Courier, unique: Unique) ->
     assert (dropping["max_messages"], dropping["overflow"]) == (1, "drop_oldest")
     ok(courier("send", queue, "second", "--as", me))
     assert as_json(courier("pop", queue, "--as", me, "--json"))["body"] == "second"
+
+
+def test_queue_access_lists_from_the_command_line(courier: Courier, unique: Unique) -> None:
+    owner, friend, stranger, queue = (
+        unique("own"),
+        unique("friend"),
+        unique("stranger"),
+        unique("q"),
+    )
+    for name in (owner, friend, stranger):
+        ok(courier("register", name))
+    ok(courier("queue", "create", queue, "--as", owner))
+    assert (
+        "may send: anyone; may read: anyone"
+        in ok(courier("queue", "acl", queue, "--as", owner)).stdout
+    )
+    acl = as_json(courier("queue", "acl", queue, "--senders", friend, "--as", owner, "--json"))
+    assert len(acl["senders"]) == 1 and acl["readers"] is None
+    acl = as_json(courier("queue", "acl", queue, "--readers", f"{friend}", "--as", owner, "--json"))
+    assert acl["senders"] == acl["readers"]  # --readers alone kept the send list
+    assert "may send: client" in ok(courier("queue", "show", queue, "--as", owner)).stdout
+    refused = courier("send", queue, "hi", "--as", stranger)
+    assert refused.returncode != 0 and "send list" in refused.stderr
+    assert courier("queue", "acl", queue, "--open", "--as", stranger).returncode != 0
+    ok(courier("send", queue, "hi", "--as", friend))
+    assert "read list" in courier("pop", queue, "--as", stranger).stderr
+    ok(courier("queue", "acl", queue, "--open", "--as", owner))
+    assert as_json(courier("pop", queue, "--as", stranger, "--json"))["body"] == "hi"

@@ -218,3 +218,20 @@ async def test_bad_lease_and_delivery_arguments_are_refused_before_sending(
     ):
         with pytest.raises(errors.BadRequest):
             await call
+
+
+async def test_queue_access_lists_through_both_clients(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    owner = await logged_in(connect, servers[0], unique("acl-owner"))
+    other_name = unique("acl-other")
+    other = await logged_in(connect, servers[0], other_name)
+    queue = await owner.create_queue(unique("q"))
+    assert (await owner.queue_acl(queue.id)).senders is None
+    acl = await owner.set_queue_acl(queue.name, senders=[], readers=[other_name])
+    assert (acl.senders, acl.readers) == ((), (other.client_id,))
+    with pytest.raises(errors.NotAuthorised, match="send list"):
+        await other.send(queue.id, "no")
+    await owner.send(queue.id, "yes")
+    assert (await other.pop(queue.id)).body == b"yes"
+    assert (await owner.set_queue_acl(queue.id)).readers is None

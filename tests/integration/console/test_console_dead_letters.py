@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from courier import models
 from courier.console import auth
 from courier.db import repository
 from helpers.console_session import DeadLetters, dead_letters
@@ -67,6 +68,21 @@ async def test_queues_show_their_settings(console: RunningConsole, dead: DeadLet
     page = await console.http.get(f"/queues/{dead.orders}")
     assert "orders-dead" in page.text
     assert 'id="redrive"' not in page.text  # nothing to move back from here
+
+
+async def test_queues_show_their_access_lists(
+    console: RunningConsole, dead: DeadLetters, repo: repository.Repository
+) -> None:
+    admin_client = await repo.register_client("acl-admin", models.ClientMode.ADMIN)
+    await repo.set_queue_acl(admin_client.id, models.QueueAcl(dead.orders, (dead.reader,), ()))
+    queues = {q["name"]: q for q in (await console.get_json("/api/queues"))["queues"]["items"]}
+    reader_name = (await repo.get_client(dead.reader)).name
+    assert (queues["orders"]["senders"], queues["orders"]["readers"]) == ([reader_name], [])
+    assert (queues["orders-dead"]["senders"], queues["orders-dead"]["readers"]) == (None, None)
+    page = await console.http.get(f"/queues/{dead.orders}")
+    assert f"{reader_name}, the owner and admins" in page.text
+    dlq_page = (await console.http.get(f"/queues/{dead.dlq}")).text
+    assert 'id="queue-senders">anyone<' in dlq_page and 'id="queue-readers">anyone<' in dlq_page
 
 
 async def test_redrive_needs_the_token(

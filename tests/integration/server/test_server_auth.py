@@ -329,3 +329,69 @@ async def test_the_secret_never_travels(secure: ServerProcess) -> None:
     assert b"mallory-proof" in tap.sent  # the tap did see the logins
     assert secret.encode() not in tap.sent
     assert b"battery" not in tap.sent
+
+
+async def test_queue_access_lists_hold_on_every_wire_path(
+    secure: ServerProcess, make: Make, admin: tuple[str, str]
+) -> None:
+    for name in ("olga", "lena", "otto"):
+        await register(secure, name, name)
+    olga, lena, otto = (
+        await make("olga", "olga"),
+        await make("lena", "lena"),
+        await make("otto", "otto"),
+    )
+    root = await make(*admin)
+    guarded = await olga.create_queue("olgas")
+    await olga.create_queue("olgas-open")
+    with pytest.raises(errors.NotAuthorised, match="only the owner"):
+        await otto.set_queue_acl("olgas", senders=["otto"])
+    with pytest.raises(errors.ClientNotFound):
+        await olga.set_queue_acl("olgas", senders=["nobody-by-that-name"])
+    acl = await olga.set_queue_acl("olgas", senders=["lena"], readers=[lena.client_id or 0])
+    assert acl == models.QueueAcl(guarded.id, (lena.client_id,), (lena.client_id,))
+    assert await root.queue_acl("olgas") == acl
+    with pytest.raises(errors.NotAuthorised):
+        await lena.queue_acl("olgas")
+    # Sends: single, batched, in a transaction, and a publish into a guarded subscription.
+    with pytest.raises(errors.NotAuthorised, match="send list"):
+        await otto.send("olgas", "no")
+    with pytest.raises(errors.NotAuthorised, match="send list"):
+        await otto.send_many("olgas", ["a", "b"])
+    with pytest.raises(errors.NotAuthorised, match="send list"):
+        async with otto.transaction() as tx:
+            tx.send("olgas-open", "fine alone")
+            tx.send("olgas", "refused")
+    assert (await olga.get_queue("olgas-open")).message_count == 0
+    await olga.create_topic("olgas-news")
+    subscription = await olga.subscribe("olgas-news")
+    await olga.set_queue_acl(subscription.queue, senders=[])
+    with pytest.raises(errors.NotAuthorised):
+        await otto.publish("olgas-news", "no")
+    await olga.publish("olgas-news", "the owner may")
+    for client in (lena, olga, root):
+        await client.send("olgas", "yes")
+        await client.send_many("olgas", ["a", "b", "c", "d", "e"])
+    # Reads: peek, pop, leased pop, receive, receive_many, by sender, queues_for_me.
+    await otto.send("olgas-open", "visible")
+    for read in (
+        lambda c: c.peek("olgas"),
+        lambda c: c.pop("olgas"),
+        lambda c: c.pop("olgas", lease=5),
+        lambda c: c.receive("olgas", timeout=0.1),
+        lambda c: c.receive_many("olgas", max_messages=2, timeout=0.1),
+    ):
+        with pytest.raises(errors.NotAuthorised, match="read list"):
+            await read(otto)
+        for client in (lena, olga, root):
+            assert await read(client)
+    assert "olgas" not in [q.name for q in await otto.queues_for_me()]
+    assert "olgas-open" in [q.name for q in await otto.queues_for_me()]
+    assert "olgas" in [q.name for q in await lena.queues_for_me()]
+    got = await otto.pop(sender=olga.client_id)
+    assert got is None or got.queue != guarded.id
+    await olga.set_queue_acl("olgas", readers=["lena"])  # anyone may send
+    with pytest.raises(errors.NotAuthorised, match="read list"):  # the wait for the reply
+        await otto.request("olgas", "question", timeout=0.2)
+    await olga.set_queue_acl("olgas")
+    assert (await otto.pop("olgas")) is not None

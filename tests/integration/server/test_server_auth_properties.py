@@ -7,7 +7,9 @@ by several clients, against a real middleware that requires secrets:
   is refused with NOT_AUTHORISED;
 - a topic is deleted only by its owner or an admin; a subscription is ended only by
   its subscriber, the topic's owner or an admin, and resumed only by its subscriber;
-- a read-only client never sends.
+- a read-only client never sends;
+- no client sends to or reads from a queue whose access lists leave it out (its
+  owner and admins always may), and only the owner or an admin sets the lists.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ ACTORS = ("ann", "ben", "cat", "ro", "boss")  # ro is read-only, boss an admin
 QUEUES = 3
 TOPICS = 2
 _runs = itertools.count()
+
+# An access list: None (anyone), or some of the plain writers.
+LISTS = st.one_of(st.none(), st.frozensets(st.sampled_from(("ann", "ben", "cat"))))
 
 operations = st.lists(
     st.one_of(
@@ -57,6 +62,13 @@ operations = st.lists(
             st.integers(0, TOPICS - 1),
             st.sampled_from(ACTORS),
         ),
+        st.tuples(
+            st.just("acl"),
+            st.sampled_from(ACTORS),
+            st.integers(0, QUEUES - 1),
+            LISTS,
+            LISTS,
+        ),
         st.tuples(st.just("anonymous"), st.sampled_from(("create", "send", "pop", "delete"))),
         st.tuples(st.just("wrong-secret"), st.sampled_from(ACTORS)),
     ),
@@ -75,6 +87,8 @@ class World:
     topic_owners: dict[int, str] = field(default_factory=dict)  # topic index -> owner
     # (topic index, the actor it is named after) -> (its queue id, its subscriber)
     subscriptions: dict[tuple[int, str], tuple[int, str]] = field(default_factory=dict)
+    senders: dict[int, frozenset[str]] = field(default_factory=dict)  # absent: anyone
+    readers: dict[int, frozenset[str]] = field(default_factory=dict)
 
     def queue(self, index: int) -> str:
         return f"{self.prefix}-q{index}"
@@ -84,6 +98,9 @@ class World:
 
     def may_change(self, actor: str, index: int) -> bool:
         return self.owners.get(index) == actor or actor == "boss"
+
+    def may(self, actor: str, index: int, lists: dict[int, frozenset[str]]) -> bool:
+        return index not in lists or actor in lists[index] or self.may_change(actor, index)
 
 
 @pytest.fixture
@@ -187,6 +204,8 @@ async def delete(world: World, client: courier.AsyncClient, actor: str, index: i
     else:
         await client.delete_queue(world.queue(index))
         del world.owners[index]
+        world.senders.pop(index, None)
+        world.readers.pop(index, None)
 
 
 async def configure(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
@@ -212,6 +231,9 @@ async def send(
     elif actor == "ro":
         with pytest.raises(errors.NotAuthorised, match="read-only"):
             await client.send(world.queue(index), body, receiver=receiver)
+    elif not world.may(actor, index, world.senders):
+        with pytest.raises(errors.NotAuthorised, match="send list"):
+            await client.send(world.queue(index), body, receiver=receiver)
     else:
         await client.send(world.queue(index), body, receiver=receiver)
 
@@ -219,6 +241,10 @@ async def send(
 async def pop(world: World, client: courier.AsyncClient, actor: str, index: int) -> None:
     if index not in world.owners:
         with pytest.raises(errors.QueueNotFound):
+            await client.pop(world.queue(index))
+        return
+    if not world.may(actor, index, world.readers):
+        with pytest.raises(errors.NotAuthorised, match="read list"):
             await client.pop(world.queue(index))
         return
     message = await client.pop(world.queue(index))
@@ -231,10 +257,48 @@ async def take(world: World, client: courier.AsyncClient, actor: str, index: int
         with pytest.raises(errors.QueueNotFound):
             await client.receive_many(world.queue(index), max_messages=10, lease=5)
         return
+    if not world.may(actor, index, world.readers):
+        with pytest.raises(errors.NotAuthorised, match="read list"):
+            await client.receive_many(world.queue(index), max_messages=10, lease=5)
+        return
     batch = await client.receive_many(world.queue(index), max_messages=10, lease=5)
     check_addressed_to(world, actor, batch)
     if batch:
         assert all(result.ok for result in await client.ack_many(batch))
+
+
+async def acl(
+    world: World,
+    client: courier.AsyncClient,
+    actor: str,
+    index: int,
+    senders: frozenset[str] | None,
+    readers: frozenset[str] | None,
+) -> None:
+    def names(actors: frozenset[str] | None) -> list[str] | None:
+        return None if actors is None else [f"{world.prefix}-{a}" for a in sorted(actors)]
+
+    async def change() -> models.QueueAcl:
+        return await client.set_queue_acl(
+            world.queue(index), senders=names(senders), readers=names(readers)
+        )
+
+    if index not in world.owners:
+        with pytest.raises(errors.QueueNotFound):
+            await change()
+    elif not world.may_change(actor, index):
+        with pytest.raises(errors.NotAuthorised, match="only the owner"):
+            await change()
+    else:
+        got = await change()
+        assert got.senders == (
+            None if senders is None else tuple(sorted(world.ids[a] for a in senders))
+        )
+        for lists, wanted in ((world.senders, senders), (world.readers, readers)):
+            if wanted is None:
+                lists.pop(index, None)
+            else:
+                lists[index] = wanted
 
 
 def check_addressed_to(world: World, actor: str, messages: list[models.Message]) -> None:
@@ -307,4 +371,5 @@ ACTIONS = {
     "send": send,
     "pop": pop,
     "take": take,
+    "acl": acl,
 }

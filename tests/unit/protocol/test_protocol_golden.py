@@ -26,6 +26,7 @@ NAMESPACE: dict[str, Any] = {
     "Overflow": models.Overflow,
     "Queue": models.Queue,
     "QueueSettings": models.QueueSettings,
+    "QueueAcl": models.QueueAcl,
     "Message": models.Message,
     "ClientInfo": models.ClientInfo,
     "Draft": models.Draft,

@@ -1,7 +1,8 @@
 -- Included by queue.sql and queues.sql: the queues of the including query's CTE
 -- "chosen" (courier_queues rows and a count_cap column), in id order, with their
 -- settings, their messages counted up to count_cap + 1, their oldest message (the
--- first stored one, lowest id) and their held messages, leased and delayed.
+-- first stored one, lowest id), their held messages, leased and delayed, and their
+-- access lists.
 -- The held messages have no index by queue: they are counted in one pass over the
 -- held table for the whole page, and reported capped like the other counts.
 SELECT q.id,
@@ -19,7 +20,14 @@ SELECT q.id,
        q.dead_letter_expired,
        q.max_messages,
        q.max_bytes,
-       q.overflow
+       q.overflow,
+       -- The access lists by client name (NULL: anyone; migration 0017).
+       CASE WHEN q.senders IS NOT NULL THEN coalesce((
+           SELECT array_agg(c.name ORDER BY c.name) FROM courier_clients c
+           WHERE c.id = ANY (q.senders)), '{}') END AS senders,
+       CASE WHEN q.readers IS NOT NULL THEN coalesce((
+           SELECT array_agg(c.name ORDER BY c.name) FROM courier_clients c
+           WHERE c.id = ANY (q.readers)), '{}') END AS readers
 FROM chosen q
 LEFT JOIN LATERAL (  -- the first index entry at or after (queue, 0): one entry read
     SELECT m.queue_id, m.created_at FROM courier_messages m

@@ -846,3 +846,23 @@ LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
 CREATE FUNCTION courier_unsubscribe_v2(p_actor_id bigint, p_queue_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
+-- == Queue access lists (migration 0017) ============================================
+
+CREATE FUNCTION courier_allows_v1(p_client_id bigint, p_owner_id bigint, p_list bigint[])
+RETURNS boolean
+LANGUAGE sql STABLE AS $$ SELECT true $$;
+
+CREATE FUNCTION courier_unreadable_v1(p_reader_id bigint)
+RETURNS bigint[]
+LANGUAGE sql STABLE AS $$ SELECT '{}'::bigint[] $$;
+
+CREATE FUNCTION courier_set_queue_acl_v1(
+    p_actor_id bigint, p_queue_id bigint, p_senders bigint[], p_readers bigint[],
+    OUT queue_id bigint, OUT senders bigint[], OUT readers bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT p_queue_id, p_senders, p_readers, 0::bigint $$;
+
+CREATE FUNCTION courier_queue_acl_v1(
+    p_actor_id bigint, p_queue_id bigint,
+    OUT queue_id bigint, OUT senders bigint[], OUT readers bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT p_queue_id, NULL::bigint[], NULL::bigint[], 0::bigint $$;
