@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,19 @@ import pytest
 from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
 
-from courier.analysis import components, inputs, io, throughput, traces, transforms, trimming
+from courier.analysis import (
+    components,
+    histograms,
+    inputs,
+    io,
+    throughput,
+    traces,
+    transforms,
+    trimming,
+)
 from courier.measurements import record_schema
 
+HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1
 BOUNDS = [
     trimming.Bounds("r1", 1_000, 2_000, 1_100, 1_900),
     trimming.Bounds("r2", 5_000, 9_000, 6_000, 8_000),
@@ -246,7 +257,8 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         .transform(transforms.with_run_time, bounds, "start_ns")
         .transform(transforms.with_window, 5.0)
     )
-    collected = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    cells = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    collected = traces.finish_requests(cells)
     bounds_by_run = {"r1": run}
     trace = traces.with_throughput(
         traces.with_start(collected, bounds_by_run, 5.0), bounds_by_run, 5.0
@@ -257,3 +269,7 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         (5.0, 0, 1, 0.0, None),
         (10.0, 1, 0, 1 / 2, 2.0),  # the last window is 2 s long
     ]
+    # p99: the order statistic ceil(0.99 n) (here the largest), to within half a bucket
+    p99 = [r["p99_ms"] for r in trace]
+    assert p99[0] == pytest.approx(3.0, rel=HALF_BUCKET) and p99[1] is None
+    assert p99[2] == pytest.approx(2.0, rel=HALF_BUCKET)

@@ -233,6 +233,7 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
         ),
         "depth": per_window(depth, record_schema.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
     }
+    rows["requests"] = traces.finish_requests(rows["requests"])
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
     }
