@@ -94,17 +94,19 @@ def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
 
 
 def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
-    """Each classified client request beside the server record of the same request."""
+    """Each classified client request beside the server record of the same request.
+
+    Only what the component breakdown needs crosses the shuffle: the two codec times
+    of each side travel as their sum.
+    """
     keys = ["run_id", "client_id", "request_id"]
     server_side = server.select(
         *keys,
-        "instance",
         "queued_ns",
         "pool_wait_ns",
         "db_round_trip_ns",
         "db_exec_ns",
-        sf.col("deserialize_ns").alias("server_deserialize_ns"),
-        sf.col("serialize_ns").alias("server_serialize_ns"),
+        (sf.col("deserialize_ns") + sf.col("serialize_ns")).alias("server_codec_ns"),
         "total_ns",
     )
     client_side = client.select(
@@ -112,8 +114,7 @@ def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
         "operation",
         "outcome",
         "response_ns",
-        sf.col("serialize_ns").alias("client_serialize_ns"),
-        sf.col("deserialize_ns").alias("client_deserialize_ns"),
+        (sf.col("serialize_ns") + sf.col("deserialize_ns")).alias("client_codec_ns"),
     )
     # Hash the server side of each shuffle partition rather than sort both sides:
     # every key is unique, so sorting 2n rows only to pair them is wasted work.
@@ -128,8 +129,8 @@ def components(joined: DataFrame) -> DataFrame:
     response time minus the server's total time, less the client's own encoding
     and decoding (which count as serialization, with the server's).
     """
-    codec_client = sf.col("client_serialize_ns") + sf.col("client_deserialize_ns")
-    codec_server = sf.col("server_deserialize_ns") + sf.col("server_serialize_ns")
+    codec_client = sf.col("client_codec_ns")
+    codec_server = sf.col("server_codec_ns")
     accounted = (
         sf.col("queued_ns") + sf.col("pool_wait_ns") + sf.col("db_round_trip_ns") + codec_server
     )
