@@ -52,7 +52,7 @@ def request(
 def timed(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
     requests = spark.createDataFrame(rows, schema).transform(transforms.classify)
-    bounds = inputs.bounds_frame(spark, BOUNDS)
+    bounds = BOUNDS
     return (
         requests.transform(delivery.events)
         .transform(delivery.messages)

@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 from courier.analysis import (
     components,
     histograms,
-    inputs,
     io,
     throughput,
     traces,
@@ -106,7 +105,7 @@ def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSess
     ]
     rows.append({"run_id": "r3", "request_id": 0, "start_ns": 1_500})  # no bounds: dropped
     df = client_rows(spark, rows)
-    bounds = inputs.bounds_frame(spark, BOUNDS)
+    bounds = BOUNDS
     trimmed = df.transform(transforms.trim, bounds, "start_ns")
     assert trimmed.columns == df.columns
     expected = spark.createDataFrame(
@@ -117,9 +116,7 @@ def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSess
 
 
 def test_run_time_and_windows(spark: SparkSession) -> None:
-    bounds = inputs.bounds_frame(
-        spark, [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
-    )
+    bounds = [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
     df = spark.createDataFrame(
         [("r1", 10**9), ("r1", 5_999_999_999 + 1), ("r1", 7 * 10**9), ("r1", 16 * 10**9 + 1)],
         "run_id string, ts_ns long",
@@ -220,7 +217,7 @@ def test_throughput_per_second_counts_empty_seconds_as_zero(spark: SparkSession)
         {"request_id": 3, "start_ns": 2 * second + 7, "status": "QUEUE_EMPTY"},  # miss
         {"request_id": 4, "start_ns": 3 * second + 1},  # in the partial last second
     ]
-    bounds = inputs.bounds_frame(spark, [run])
+    bounds = [run]
     counts = (
         client_rows(spark, rows)
         .transform(transforms.classify)
@@ -249,7 +246,7 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         {"request_id": 4, "start_ns": 11 * second, "response_ns": 2_000_000},
         {"request_id": 5, "start_ns": 12 * second, "response_ns": 2_000_000},  # after it
     ]
-    bounds = inputs.bounds_frame(spark, [run])
+    bounds = [run]
     windowed = (
         client_rows(spark, rows)
         .transform(transforms.classify)

@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import histograms as histograms_
-from courier.analysis import stats, transforms
+from courier.analysis import stats, transforms, trimming
 from courier.protocol import names
 
 STORES = ("send", "send_many")
@@ -113,11 +113,16 @@ def messages(message_events: DataFrame) -> DataFrame:
     return grouped.select(*MESSAGE_COLUMNS)
 
 
-def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
+def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:
     """Each message's fate, delivery time in ns (delivered ones) and time waited by the
     run's end in ms (backlog); a message belongs to the measured interval it was sent in."""
-    limits = bounds.select("run_id", "end_ns", "keep_from_ns", "keep_until_ns")
-    joined = message_rows.join(sf.broadcast(limits), on="run_id")
+    bounds = list(bounds)
+    limits = {
+        name: transforms.bound(bounds, name) for name in ("end_ns", "keep_from_ns", "keep_until_ns")
+    }
+    joined = message_rows.where(limits["end_ns"].isNotNull()).select(
+        *MESSAGE_COLUMNS, *(value.alias(name) for name, value in limits.items())
+    )
     sent = sf.col("sent_ns")
     measured = (sent >= sf.col("keep_from_ns")) & (sent < sf.col("keep_until_ns"))
     fate = (

@@ -53,7 +53,7 @@ def compute(inputs: Inputs) -> Delivery:
     timed = (
         inputs.requests.transform(delivery.events)
         .transform(delivery.messages)
-        .transform(delivery.timed, inputs.bounds_df)
+        .transform(delivery.timed, list(inputs.bounds.values()))
     )
     rows = tables.collect(timed.transform(delivery.aggregate, KEY_SETS))
     fate_rows = delivery.fate_rows(rows, "queues")

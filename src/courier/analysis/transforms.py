@@ -11,10 +11,12 @@ times are real work and are kept in the latency figures); any other status is an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import io
+from courier.analysis import io, trimming
 from courier.measurements import record_schema
 
 OK = "ok"
@@ -56,34 +58,47 @@ def classify(requests: DataFrame) -> DataFrame:
     return requests.select(*CLIENT_COLUMNS, outcome.alias("outcome"), latency.alias("latency_ms"))
 
 
-def trim(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+def bound(bounds: Iterable[trimming.Bounds], field: str, run_id: str = "run_id") -> Column:
+    """Each record's run's ``field`` of its bounds (null for a run without bounds).
+
+    The bounds are a handful of literals in one CASE expression: cheaper than a join
+    with a bounds table, whose broadcast costs a Spark job in every query that uses it.
+    """
+    value: Column | None = None
+    for b in bounds:
+        test = sf.col(run_id) == sf.lit(b.run_id)
+        value = (sf.when if value is None else value.when)(test, sf.lit(getattr(b, field)))
+    return sf.lit(None).cast("long") if value is None else value
+
+
+def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
     """Only the records whose ``instant`` lies in their run's measured interval."""
     return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
 
 
-def within_run(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+def within_run(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
     """Only the records whose ``instant`` lies in their run's whole extent."""
     return _between(records_df, bounds, instant, "start_ns", "end_ns")
 
 
 def _between(
-    records_df: DataFrame, bounds: DataFrame, instant: str, first: str, last: str
+    records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str, first: str, last: str
 ) -> DataFrame:
     """Keeps ``first <= instant < last``, both taken from the run's bounds."""
-    columns = records_df.columns
-    limits = bounds.select("run_id", sf.col(first).alias("_from"), sf.col(last).alias("_until"))
-    joined = records_df.join(sf.broadcast(limits), on="run_id", how="inner")
+    bounds = list(bounds)
     at = sf.col(instant)
-    return joined.where((at >= sf.col("_from")) & (at < sf.col("_until"))).select(*columns)
+    return records_df.where((at >= bound(bounds, first)) & (at < bound(bounds, last)))
 
 
-def with_run_time(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
-    """Adds ``t_s``: seconds from the run's start to ``instant``."""
+def with_run_time(
+    records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str
+) -> DataFrame:
+    """Adds ``t_s``: seconds from the run's start to ``instant`` (runs without bounds
+    are left out)."""
     columns = records_df.columns
-    starts = bounds.select("run_id", sf.col("start_ns").alias("run_start_ns"))
-    joined = records_df.join(sf.broadcast(starts), on="run_id", how="inner")
-    t_s = (sf.col(instant) - sf.col("run_start_ns")) / NS_PER_S
-    return joined.select(*columns, t_s.alias("t_s"))
+    start = bound(bounds, "start_ns")
+    t_s = (sf.col(instant) - start) / NS_PER_S
+    return records_df.where(start.isNotNull()).select(*columns, t_s.alias("t_s"))
 
 
 def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
