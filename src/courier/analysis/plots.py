@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from courier.analysis import components, factorial, histograms, tables, traces, trimming
 
 FORMATS = ("png", "svg")
+DPI = 110
 TRIMMED_COLOUR = "0.85"
 
 
@@ -31,8 +32,18 @@ def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
     """Write the figure in every format; returns the paths (PNG first)."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{stem}.{fmt}" for fmt in FORMATS]
-    for path in paths:
-        figure.savefig(path, dpi=110, bbox_inches="tight")
+    # Lay the figure out and find its tight box once, then save every format with the
+    # layout fixed: savefig would otherwise lay it out again for each format.
+    figure.set_dpi(DPI)
+    figure.draw_without_rendering()
+    box = figure.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+    engine = figure.get_layout_engine()
+    figure.set_layout_engine("none")
+    try:
+        for path in paths:
+            figure.savefig(path, dpi=DPI, bbox_inches=box)
+    finally:
+        figure.set_layout_engine(engine)
     return paths
 
 
