@@ -34,6 +34,7 @@ from courier.measurements import manifest, record_schema
 MS = 1_000_000
 S = 1_000_000_000
 BOUNDS = [trimming.Bounds("r1", 0, 100 * S, 10 * S, 90 * S)]
+KEY_SETS = delivery_results.KEY_SETS
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1  # relative error of a bucket's value
 
 
@@ -51,7 +52,7 @@ def request(
 def timed(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
     requests = spark.createDataFrame(rows, schema).transform(transforms.classify)
-    bounds = inputs.bounds_frame(spark, BOUNDS)
+    bounds = BOUNDS
     return (
         requests.transform(delivery.events)
         .transform(delivery.messages)
@@ -98,7 +99,8 @@ def test_a_message_is_timed_from_its_send_to_the_first_read_that_took_it(
 
 def test_the_backlog_has_waited_from_its_send_to_the_end_of_the_run(spark: SparkSession) -> None:
     rows = [request("send", 20 * S, [1]), request("send", 80 * S, [2])]
-    fates = tables.collect(timed(spark, rows).transform(delivery.fates))
+    found = tables.collect(timed(spark, rows).transform(delivery.aggregate, KEY_SETS))
+    fates = delivery.fate_rows(found, "queues")
     assert fates == [
         {"run_id": "r1", "queue_id": 7, "fate": "backlog", "messages": 2,
          "min_waited_ms": 20_000.0, "max_waited_ms": 80_000.0, "late": 2},
@@ -119,7 +121,9 @@ def histogram_frame(spark: SparkSession, values: np.ndarray) -> DataFrame:
 
 def histogram_of(spark: SparkSession, values: np.ndarray) -> histograms.Histogram:
     frame = histogram_frame(spark, values)
-    cells = tables.collect(frame.transform(delivery.histograms, {"runs": ["run_id"]}))
+    cells = delivery.histogram_cells(
+        tables.collect(frame.transform(delivery.aggregate, {"runs": ["run_id"]}))
+    )
     assert {cell["grouping_set"] for cell in cells} == {"runs"}
     return histograms.Histogram.of(cells)
 
@@ -154,8 +158,10 @@ def test_merged_histograms_are_the_histogram_of_the_union(spark: SparkSession) -
     cells = [
         cell
         for part in (first, second)
-        for cell in tables.collect(
-            histogram_frame(spark, part).transform(delivery.histograms, {"runs": ["run_id"]})
+        for cell in delivery.histogram_cells(
+            tables.collect(
+                histogram_frame(spark, part).transform(delivery.aggregate, {"runs": ["run_id"]})
+            )
         )
     ]
     merged = delivery.summary(histograms.Histogram.of(cells))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -9,9 +10,18 @@ import pytest
 from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
 
-from courier.analysis import components, inputs, io, throughput, traces, transforms, trimming
+from courier.analysis import (
+    components,
+    histograms,
+    io,
+    throughput,
+    traces,
+    transforms,
+    trimming,
+)
 from courier.measurements import record_schema
 
+HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1
 BOUNDS = [
     trimming.Bounds("r1", 1_000, 2_000, 1_100, 1_900),
     trimming.Bounds("r2", 5_000, 9_000, 6_000, 8_000),
@@ -95,7 +105,7 @@ def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSess
     ]
     rows.append({"run_id": "r3", "request_id": 0, "start_ns": 1_500})  # no bounds: dropped
     df = client_rows(spark, rows)
-    bounds = inputs.bounds_frame(spark, BOUNDS)
+    bounds = BOUNDS
     trimmed = df.transform(transforms.trim, bounds, "start_ns")
     assert trimmed.columns == df.columns
     expected = spark.createDataFrame(
@@ -106,9 +116,7 @@ def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSess
 
 
 def test_run_time_and_windows(spark: SparkSession) -> None:
-    bounds = inputs.bounds_frame(
-        spark, [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
-    )
+    bounds = [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
     df = spark.createDataFrame(
         [("r1", 10**9), ("r1", 5_999_999_999 + 1), ("r1", 7 * 10**9), ("r1", 16 * 10**9 + 1)],
         "run_id string, ts_ns long",
@@ -209,7 +217,7 @@ def test_throughput_per_second_counts_empty_seconds_as_zero(spark: SparkSession)
         {"request_id": 3, "start_ns": 2 * second + 7, "status": "QUEUE_EMPTY"},  # miss
         {"request_id": 4, "start_ns": 3 * second + 1},  # in the partial last second
     ]
-    bounds = inputs.bounds_frame(spark, [run])
+    bounds = [run]
     counts = (
         client_rows(spark, rows)
         .transform(transforms.classify)
@@ -238,7 +246,7 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         {"request_id": 4, "start_ns": 11 * second, "response_ns": 2_000_000},
         {"request_id": 5, "start_ns": 12 * second, "response_ns": 2_000_000},  # after it
     ]
-    bounds = inputs.bounds_frame(spark, [run])
+    bounds = [run]
     windowed = (
         client_rows(spark, rows)
         .transform(transforms.classify)
@@ -246,7 +254,8 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         .transform(transforms.with_run_time, bounds, "start_ns")
         .transform(transforms.with_window, 5.0)
     )
-    collected = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    cells = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    collected = traces.finish_requests(cells)
     bounds_by_run = {"r1": run}
     trace = traces.with_throughput(
         traces.with_start(collected, bounds_by_run, 5.0), bounds_by_run, 5.0
@@ -257,3 +266,7 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         (5.0, 0, 1, 0.0, None),
         (10.0, 1, 0, 1 / 2, 2.0),  # the last window is 2 s long
     ]
+    # p99: the order statistic ceil(0.99 n) (here the largest), to within half a bucket
+    p99 = [r["p99_ms"] for r in trace]
+    assert p99[0] == pytest.approx(3.0, rel=HALF_BUCKET) and p99[1] is None
+    assert p99[2] == pytest.approx(2.0, rel=HALF_BUCKET)

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from scipy import stats as sp_stats
 
-from courier.analysis import errors, inputs, report, stats, transforms, trimming, validity
+from courier.analysis import errors, report, stats, transforms, trimming, validity
 from courier.measurements import manifest
 
 S = 1_000_000_000
@@ -32,7 +32,7 @@ def depth_rows(spark: SparkSession, messages: list[int]) -> DataFrame:
 
 
 def depth_test(spark: SparkSession, messages: list[int]) -> stats.SlopeTest | None:
-    bounds = inputs.bounds_frame(spark, BOUNDS)
+    bounds = BOUNDS
     aggregated = (
         depth_rows(spark, messages)
         .transform(transforms.total_queue_depth)
@@ -147,9 +147,7 @@ def test_only_the_open_loop_run_is_judged(spark: SparkSession, tmp_path: Path) -
         for second, total in enumerate(growing)
     ]
     depths = spark.createDataFrame(rows, "run_id string, ts_ns long, queue_id long, messages long")
-    bounds = inputs.bounds_frame(
-        spark, [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
-    )
+    bounds = [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
     regression = (
         depths.transform(transforms.trim, bounds, "ts_ns")
         .transform(transforms.with_run_time, bounds, "ts_ns")

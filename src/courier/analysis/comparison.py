@@ -157,6 +157,7 @@ def _write(table: tables.Table, a: pipeline.Summary, b: pipeline.Summary, out: P
             writer.table(table),
         ],
     )
+    writer.finish()
     document = report.Document(f"Courier comparison: {table.title}", [section])
     (out / "report.md").write_text(report.render_markdown(document), encoding="utf-8")
     (out / "index.html").write_text(report.render_html(document), encoding="utf-8")

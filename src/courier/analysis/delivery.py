@@ -14,20 +14,21 @@ send with its first delivery, without a join:
 
 A message belongs to the measured interval in which it was sent. Percentiles
 come from a histogram with logarithmic buckets (``RELATIVE_ERROR`` wide), built
-in the same pass as the moments, so each grouping costs one aggregation; their
-95% intervals are the distribution-free order-statistic intervals.
+in the same pass as the moments, and the fates' counts too: every grouping is one
+aggregation over the per-message rows. The percentiles' 95% intervals are the
+distribution-free order-statistic intervals.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import histograms as histograms_
-from courier.analysis import stats, transforms
+from courier.analysis import stats, transforms, trimming
 from courier.protocol import names
 
 STORES = ("send", "send_many")
@@ -112,11 +113,16 @@ def messages(message_events: DataFrame) -> DataFrame:
     return grouped.select(*MESSAGE_COLUMNS)
 
 
-def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
+def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:
     """Each message's fate, delivery time in ns (delivered ones) and time waited by the
     run's end in ms (backlog); a message belongs to the measured interval it was sent in."""
-    limits = bounds.select("run_id", "end_ns", "keep_from_ns", "keep_until_ns")
-    joined = message_rows.join(sf.broadcast(limits), on="run_id")
+    bounds = list(bounds)
+    limits = {
+        name: transforms.bound(bounds, name) for name in ("end_ns", "keep_from_ns", "keep_until_ns")
+    }
+    joined = message_rows.where(limits["end_ns"].isNotNull()).select(
+        *MESSAGE_COLUMNS, *(value.alias(name) for name, value in limits.items())
+    )
     sent = sf.col("sent_ns")
     measured = (sent >= sf.col("keep_from_ns")) & (sent < sf.col("keep_until_ns"))
     fate = (
@@ -138,40 +144,81 @@ def timed(message_rows: DataFrame, bounds: DataFrame) -> DataFrame:
     )
 
 
-def histograms(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
-    """Per grouping set, group and bucket: count, exact sums and on-time count."""
+AGGREGATE_COLUMNS = (
+    "fate", "bucket", "messages", "n", "total_ns", "squares_ns", "on_time",
+    "min_waited_ms", "max_waited_ms", "late",
+)  # fmt: skip
+
+
+def aggregate(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
+    """Every message, in one hash aggregation, per grouping set, group, fate and bucket
+    of delivery time (null but for delivered messages): the delivered messages' counts,
+    exact sums and on-time counts (their histograms: ``histogram_cells``) and every
+    fate's message counts and waits (``fate_rows``, from a set with run_id and queue_id)."""
     keys = list(dict.fromkeys(k for ks in key_sets.values() for k in ks))
-    delivered = timed_rows.where(sf.col("fate") == DELIVERED).select(
+    delivered = sf.col("fate") == DELIVERED
+    delivery_ns = sf.when(delivered, sf.col("delivery_ns"))
+    rows = timed_rows.select(
         *keys,
-        "delivery_ns",
-        histograms_.bucket(sf.col("delivery_ns") / transforms.NS_PER_MS).alias("bucket"),
+        "fate",
+        delivery_ns.alias("delivery_ns"),
+        sf.when(delivered, histograms_.bucket(delivery_ns / transforms.NS_PER_MS)).alias("bucket"),
+        "waited_ms",
     )
     deadline_ns = DEADLINE_MS * transforms.NS_PER_MS
-    grouped = delivered.groupingSets(
-        [[*ks, "bucket"] for ks in key_sets.values()], *keys, "bucket"
+    grouped = rows.groupingSets(
+        [[*ks, "fate", "bucket"] for ks in key_sets.values()], *keys, "fate", "bucket"
     ).agg(
-        sf.count(sf.lit(1)).alias("n"),
+        sf.count(sf.lit(1)).alias("messages"),
+        sf.count("delivery_ns").alias("n"),
         *histograms_.sums(sf.col("delivery_ns")),
         sf.count(sf.when(sf.col("delivery_ns") <= deadline_ns, 1)).alias("on_time"),
-        sf.grouping_id().alias("_id"),
-    )
-    names = histograms_.grouping_names(keys, key_sets)
-    return grouped.select(
-        names.alias("grouping_set"), *keys, "bucket", "n", "total_ns", "squares_ns", "on_time"
-    )
-
-
-def fates(timed_rows: DataFrame) -> DataFrame:
-    """Messages per run, queue and fate; for the backlog, how long they had waited."""
-    grouped = timed_rows.groupBy("run_id", "queue_id", "fate").agg(
-        sf.count(sf.lit(1)).alias("messages"),
         sf.min("waited_ms").alias("min_waited_ms"),
         sf.max("waited_ms").alias("max_waited_ms"),
         sf.count(sf.when(sf.col("waited_ms") > DEADLINE_MS, 1)).alias("late"),
+        sf.grouping_id().alias("_id"),
     )
-    return grouped.select(
-        "run_id", "queue_id", "fate", "messages", "min_waited_ms", "max_waited_ms", "late"
-    )
+    with_fate = {name: [*ks, "fate"] for name, ks in key_sets.items()}
+    names = histograms_.grouping_names([*keys, "fate"], with_fate)
+    return grouped.select(names.alias("grouping_set"), *keys, *AGGREGATE_COLUMNS)
+
+
+def histogram_cells(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The delivered messages' rows of ``aggregate``: histogram cells per grouping set."""
+    return [dict(row) for row in rows if row["fate"] == DELIVERED]
+
+
+FATE_COLUMNS = ("run_id", "queue_id", "fate", "messages", "min_waited_ms", "max_waited_ms", "late")
+
+
+def fate_rows(rows: Iterable[Mapping[str, Any]], grouping_set: str) -> list[dict[str, Any]]:
+    """Messages per run, queue and fate, from the rows of ``aggregate``'s set
+    ``grouping_set`` (keyed by run_id and queue_id); for the backlog, how long they waited."""
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        if row["grouping_set"] != grouping_set:
+            continue
+        key = (row["run_id"], row["queue_id"], row["fate"])
+        cell = found.setdefault(key, {"messages": 0, "late": 0, "min": [], "max": []})
+        cell["messages"] += int(row["messages"])
+        cell["late"] += int(row["late"])
+        for side in ("min", "max"):
+            if row[f"{side}_waited_ms"] is not None:
+                cell[side].append(row[f"{side}_waited_ms"])
+    return [
+        {
+            "run_id": run_id,
+            "queue_id": queue_id,
+            "fate": fate,
+            "messages": cell["messages"],
+            "min_waited_ms": min(cell["min"], default=None),
+            "max_waited_ms": max(cell["max"], default=None),
+            "late": cell["late"],
+        }
+        for (run_id, queue_id, fate), cell in sorted(
+            found.items(), key=lambda item: tuple(map(str, item[0]))
+        )
+    ]
 
 
 SUMMARY_COLUMNS = (

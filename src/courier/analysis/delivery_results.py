@@ -1,8 +1,8 @@
 """Delivery-time tables: per run, queue and operation pair, per factor level, backlog.
 
-Two aggregations over the cached per-message rows (``delivery.timed``): the
-histograms of every grouping in one pass, and the messages by fate. Factor levels
-merge the histograms of their runs on the driver.
+One aggregation over the per-message rows (``delivery.timed``) gives the
+histograms of every grouping and the messages by fate. Factor levels merge the
+histograms of their runs on the driver.
 """
 
 from __future__ import annotations
@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
-
-from pyspark import StorageLevel
 
 from courier.analysis import delivery, histograms, tables
 from courier.analysis.inputs import Inputs
@@ -55,15 +53,11 @@ def compute(inputs: Inputs) -> Delivery:
     timed = (
         inputs.requests.transform(delivery.events)
         .transform(delivery.messages)
-        .transform(delivery.timed, inputs.bounds_df)
-        .persist(StorageLevel.MEMORY_AND_DISK)
+        .transform(delivery.timed, list(inputs.bounds.values()))
     )
-    try:
-        histogram_rows = tables.collect(timed.transform(delivery.histograms, KEY_SETS))
-        fate_rows = tables.collect(timed.transform(delivery.fates))
-    finally:
-        timed.unpersist()
-    grouped = _by_group(histogram_rows)
+    rows = tables.collect(timed.transform(delivery.aggregate, KEY_SETS))
+    fate_rows = delivery.fate_rows(rows, "queues")
+    grouped = _by_group(delivery.histogram_cells(rows))
     counts = _run_counts(fate_rows)
     configs = inputs.configs
     made = {

@@ -123,6 +123,12 @@ class Histogram:
         std = math.sqrt(m2 / (n - 1)) / transforms.NS_PER_MS if n > 1 else 0.0
         return stats.Moments(n, float(mean) / transforms.NS_PER_MS, std)
 
+    def percentile(self, p: float) -> float:
+        """The p-quantile alone (order statistic ceil(p n)), without its interval."""
+        rank = max(math.ceil(p * self.n), 1)
+        index = np.searchsorted(np.cumsum(self.counts), rank, side="left")
+        return float(bucket_value(self.buckets[index]))
+
     def quantile(self, p: float, confidence: float = stats.CONFIDENCE) -> tuple[float, ...]:
         """The p-quantile (order statistic ceil(p n)) and its distribution-free interval."""
         n = self.n

@@ -2,7 +2,8 @@
 
 ``load`` reads every record kind and fixes each run's measured interval. Nothing
 is cached: each aggregation scans only the Parquet columns it needs, which costs
-less than building an in-memory cache of the records.
+less than building an in-memory cache of the records. The bounds reach Spark as
+literals (``transforms.bound``), not as a table to join.
 """
 
 from __future__ import annotations
@@ -11,21 +12,10 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
-from pyspark.sql import types as spark_types
 
 from courier.analysis import errors, io, transforms, trimming
 from courier.measurements import manifest as manifest_
 from courier.measurements import record_schema
-
-BOUNDS_SCHEMA = spark_types.StructType(
-    [
-        spark_types.StructField("run_id", spark_types.StringType(), False),
-        spark_types.StructField("start_ns", spark_types.LongType(), False),
-        spark_types.StructField("end_ns", spark_types.LongType(), False),
-        spark_types.StructField("keep_from_ns", spark_types.LongType(), False),
-        spark_types.StructField("keep_until_ns", spark_types.LongType(), False),
-    ]
-)
 
 
 @dataclass
@@ -37,7 +27,6 @@ class Inputs:
     frames: dict[str, DataFrame]
     present: set[str]
     bounds: dict[str, trimming.Bounds]
-    bounds_df: DataFrame
     requests: DataFrame  # classified client requests, whole runs
     measured: DataFrame  # the same, trimmed to the measured intervals
     notes: list[str] = field(default_factory=list)
@@ -62,9 +51,8 @@ def load(
     requests = frames[record_schema.CLIENT_REQUESTS].transform(transforms.classify)
     notes: list[str] = []
     bounds = _bounds(experiment, requests, trim, notes)
-    bounds_df = bounds_frame(spark, list(bounds.values()))
-    measured = requests.transform(transforms.trim, bounds_df, "start_ns")
-    return Inputs(spark, experiment, frames, present, bounds, bounds_df, requests, measured, notes)
+    measured = requests.transform(transforms.trim, list(bounds.values()), "start_ns")
+    return Inputs(spark, experiment, frames, present, bounds, requests, measured, notes)
 
 
 def _bounds(
@@ -97,9 +85,3 @@ def _extents(requests: DataFrame, run_ids: list[str]) -> dict[str, tuple[int, in
         .collect()
     )
     return {row["run_id"]: (int(row["first"]), int(row["last"])) for row in rows}
-
-
-def bounds_frame(spark: SparkSession, bounds: list[trimming.Bounds]) -> DataFrame:
-    """The bounds as a small DataFrame to join with records on run_id."""
-    rows = [(b.run_id, b.start_ns, b.end_ns, b.keep_from_ns, b.keep_until_ns) for b in bounds]
-    return spark.createDataFrame(rows, BOUNDS_SCHEMA)

@@ -160,7 +160,11 @@ def _analyse(
 def write_report(found: results.Results, report_dir: Path) -> None:
     """Write index.html, report.md, tables and plots into ``report_dir``."""
     report_dir.mkdir(parents=True, exist_ok=True)
-    document = content.document(found, content.Writer(report_dir))
+    writer = content.Writer(report_dir)
+    try:
+        document = content.document(found, writer)
+    finally:
+        writer.finish()
     (report_dir / "report.md").write_text(report.render_markdown(document), encoding="utf-8")
     (report_dir / "index.html").write_text(report.render_html(document), encoding="utf-8")
 

@@ -1,11 +1,13 @@
 """Figures of the report, drawn with matplotlib's object API (no pyplot state).
 
 Every figure is saved as PNG and SVG under one stem; functions take collected
-result tables (plain Python values), never DataFrames.
+result tables (plain Python values), never DataFrames. ``Saver`` renders figures
+in forked processes, two at a time, while the report goes on being built.
 """
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +24,7 @@ from matplotlib.figure import Figure
 from courier.analysis import components, factorial, histograms, tables, traces, trimming
 
 FORMATS = ("png", "svg")
+DPI = 110
 TRIMMED_COLOUR = "0.85"
 
 
@@ -29,9 +32,63 @@ def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
     """Write the figure in every format; returns the paths (PNG first)."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{stem}.{fmt}" for fmt in FORMATS]
-    for path in paths:
-        figure.savefig(path, dpi=110, bbox_inches="tight")
+    # Lay the figure out and find its tight box once, then save every format with the
+    # layout fixed: savefig would otherwise lay it out again for each format.
+    figure.set_dpi(DPI)
+    figure.draw_without_rendering()
+    box = figure.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
+    engine = figure.get_layout_engine()
+    figure.set_layout_engine("none")
+    try:
+        for path in paths:
+            figure.savefig(path, dpi=DPI, bbox_inches=box)
+    finally:
+        figure.set_layout_engine(engine)
     return paths
+
+
+class Saver:
+    """Saves figures in forked child processes, at most ``workers`` at once.
+
+    Rendering a figure (PNG and SVG) takes far longer than building it, and Spark
+    is idle while the report is written, so the driver builds the next figure while
+    children render. ``wait`` returns once every figure is on disk; a figure whose
+    child failed is saved again in this process, which raises its error. Without
+    ``os.fork`` figures are saved in this process.
+    """
+
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = workers
+        self.pending: dict[int, tuple[Figure, Path, str]] = {}
+
+    def save(self, figure: Figure, directory: Path, stem: str) -> list[Path]:
+        if not hasattr(os, "fork") or self.workers < 1:
+            return save(figure, directory, stem)
+        directory.mkdir(parents=True, exist_ok=True)
+        while len(self.pending) >= self.workers:
+            self._reap_oldest()
+        pid = os.fork()
+        if pid == 0:  # the child: render, and leave without running any exit handler
+            code = 1
+            try:
+                save(figure, directory, stem)
+                code = 0
+            finally:
+                os._exit(code)
+        self.pending[pid] = (figure, directory, stem)
+        return [directory / f"{stem}.{fmt}" for fmt in FORMATS]
+
+    def wait(self) -> None:
+        while self.pending:
+            self._reap_oldest()
+
+    def _reap_oldest(self) -> None:
+        """Wait for the oldest child (by its pid: other children are not ours to reap)."""
+        pid = next(iter(self.pending))
+        job = self.pending.pop(pid)
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            save(*job)
 
 
 def _shade_trimmed(axes: Sequence[Axes], bounds: trimming.Bounds) -> None:

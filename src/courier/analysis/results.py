@@ -133,7 +133,7 @@ def run_table(inputs: Inputs, found: Summaries) -> RunMetrics:
         directory = inputs.experiment.directory
         raise errors.NoRecords(f"{directory}: no client request in a measured interval")
     sums = tables.collect(
-        inputs.measured.transform(throughput.per_second, inputs.bounds_df).transform(
+        inputs.measured.transform(throughput.per_second, list(inputs.bounds.values())).transform(
             throughput.second_sums
         )
     )
@@ -210,8 +210,8 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
         if kind not in inputs.present:
             return []
         windowed = (
-            df.transform(transforms.within_run, inputs.bounds_df, instant)
-            .transform(transforms.with_run_time, inputs.bounds_df, instant)
+            df.transform(transforms.within_run, list(inputs.bounds.values()), instant)
+            .transform(transforms.with_run_time, list(inputs.bounds.values()), instant)
             .transform(transforms.with_window, window_s)
         )
         return tables.collect(windowed.transform(aggregate))
@@ -233,6 +233,7 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
         ),
         "depth": per_window(depth, record_schema.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
     }
+    rows["requests"] = traces.finish_requests(rows["requests"])
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
     }
@@ -288,8 +289,8 @@ def validity_table(inputs: Inputs, delivered: delivery_results.Delivery) -> tabl
         depths = (
             inputs.frames[record_schema.QUEUE_DEPTHS]
             .transform(transforms.total_queue_depth)
-            .transform(transforms.trim, inputs.bounds_df, "ts_ns")
-            .transform(transforms.with_run_time, inputs.bounds_df, "ts_ns")
+            .transform(transforms.trim, list(inputs.bounds.values()), "ts_ns")
+            .transform(transforms.with_run_time, list(inputs.bounds.values()), "ts_ns")
             .transform(validity.depth_regression)
         )
         depth_rows = {row["run_id"]: row for row in tables.collect(depths)}

@@ -18,18 +18,17 @@ from pyspark.sql import functions as sf
 from courier.analysis import stats, transforms, trimming
 
 
-def per_second(trimmed: DataFrame, bounds: DataFrame) -> DataFrame:
+def per_second(trimmed: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:
     """Completed requests in each whole second of each run's measured interval."""
-    keep = bounds.select(
-        "run_id",
-        "keep_from_ns",
-        sf.floor((sf.col("keep_until_ns") - sf.col("keep_from_ns")) / 1e9).alias("seconds"),
-    )
-    second = sf.floor((sf.col("start_ns") - sf.col("keep_from_ns")) / 1e9)
+    bounds = list(bounds)
+    keep_from = transforms.bound(bounds, "keep_from_ns")
+    seconds = {b.run_id: math.floor(b.measured_s) for b in bounds}
+    whole = sf.lit(None).cast("long")
+    for run_id, count in seconds.items():
+        whole = sf.when(sf.col("run_id") == run_id, sf.lit(count)).otherwise(whole)
+    second = sf.floor((sf.col("start_ns") - keep_from) / 1e9)
     completed = trimmed.where(sf.col("outcome") != transforms.ERROR)
-    stamped = completed.join(sf.broadcast(keep), on="run_id").select(
-        "run_id", second.alias("second"), "seconds"
-    )
+    stamped = completed.select("run_id", second.alias("second"), whole.alias("seconds"))
     counts = stamped.where(sf.col("second") < sf.col("seconds")).groupBy("run_id", "second").count()
     return counts.select("run_id", "second", sf.col("count").alias("completed"))
 

@@ -5,32 +5,71 @@ show where the measured interval was cut. Window ``w`` covers seconds
 ``[w * window_s, (w + 1) * window_s)`` after the run's start; a last, shorter
 window is divided by its true length. Records outside the run's extent (before
 its start or after its end) are left out of the traces.
+
+The request trace is one hash aggregation per run, window and 1% bucket of response
+time (``courier.analysis.histograms``): each window's mean comes from its exact sum
+of nanoseconds, its p99 is read off its buckets (the order statistic ``ceil(0.99 n)``
+to within half a percent), as for the response-time summaries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import tables, transforms, trimming
+from courier.analysis import histograms, tables, transforms, trimming
 
-TRACE_ACCURACY = 10_000
+TRACE_PERCENTILE = 0.99
+WINDOW_HISTOGRAM_COLUMNS = ("run_id", "window", "bucket", "requests", "n", "total_ns")
 
 
 def requests_per_window(windowed: DataFrame) -> DataFrame:
-    """Completed requests, errors, mean and p99 response time per run and window."""
-    measured = sf.col("outcome") != transforms.ERROR
-    grouped = windowed.groupBy("run_id", "window").agg(
-        sf.sum(sf.when(measured, 1).otherwise(0)).cast("long").alias("completed"),
-        sf.sum(sf.when(measured, 0).otherwise(1)).cast("long").alias("errors"),
-        sf.avg("latency_ms").alias("mean_ms"),
-        sf.percentile_approx("latency_ms", 0.99, TRACE_ACCURACY).alias("p99_ms"),
+    """Requests per run, window and response-time bucket: ``requests`` counts them all,
+    ``n`` and ``total_ns`` the completed ones (errors are in the row whose bucket is
+    null). ``finish_requests`` turns the rows into one per window."""
+    latency_ns = sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
+    bucket = sf.when(latency_ns.isNotNull(), histograms.bucket(latency_ns / transforms.NS_PER_MS))
+    bucketed = windowed.select(
+        "run_id", "window", latency_ns.alias("latency_ns"), bucket.alias("bucket")
     )
-    return grouped.select("run_id", "window", "completed", "errors", "mean_ms", "p99_ms")
+    grouped = bucketed.groupBy("run_id", "window", "bucket").agg(
+        sf.count(sf.lit(1)).alias("requests"),
+        sf.count("latency_ns").alias("n"),
+        sf.sum("latency_ns").alias("total_ns"),
+    )
+    return grouped.select(*WINDOW_HISTOGRAM_COLUMNS)
+
+
+def finish_requests(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Completed requests, errors, mean and p99 response time (ms) per run and window,
+    from the rows of ``requests_per_window``."""
+    cells: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        cells.setdefault((row["run_id"], row["window"]), []).append(row)
+    finished = []
+    for (run_id, window), group in cells.items():
+        timed = [c for c in group if c["bucket"] is not None]
+        completed = sum(int(c["n"]) for c in timed)
+        found: dict[str, Any] = {
+            "run_id": run_id,
+            "window": window,
+            "completed": completed,
+            "errors": sum(int(c["requests"]) - int(c["n"]) for c in group),
+            "mean_ms": None,
+            "p99_ms": None,
+        }
+        if completed:
+            total = sum(int(c["total_ns"]) for c in timed)
+            found["mean_ms"] = total / completed / transforms.NS_PER_MS
+            found["p99_ms"] = histograms.Histogram.of(
+                {**c, "squares_ns": 0} for c in timed
+            ).percentile(TRACE_PERCENTILE)
+        finished.append(found)
+    return finished
 
 
 def resources_per_window(windowed: DataFrame) -> DataFrame:

@@ -11,10 +11,12 @@ times are real work and are kept in the latency figures); any other status is an
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import io
+from courier.analysis import io, trimming
 from courier.measurements import record_schema
 
 OK = "ok"
@@ -56,34 +58,47 @@ def classify(requests: DataFrame) -> DataFrame:
     return requests.select(*CLIENT_COLUMNS, outcome.alias("outcome"), latency.alias("latency_ms"))
 
 
-def trim(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+def bound(bounds: Iterable[trimming.Bounds], field: str, run_id: str = "run_id") -> Column:
+    """Each record's run's ``field`` of its bounds (null for a run without bounds).
+
+    The bounds are a handful of literals in one CASE expression: cheaper than a join
+    with a bounds table, whose broadcast costs a Spark job in every query that uses it.
+    """
+    value: Column | None = None
+    for b in bounds:
+        test = sf.col(run_id) == sf.lit(b.run_id)
+        value = (sf.when if value is None else value.when)(test, sf.lit(getattr(b, field)))
+    return sf.lit(None).cast("long") if value is None else value
+
+
+def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
     """Only the records whose ``instant`` lies in their run's measured interval."""
     return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
 
 
-def within_run(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
+def within_run(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
     """Only the records whose ``instant`` lies in their run's whole extent."""
     return _between(records_df, bounds, instant, "start_ns", "end_ns")
 
 
 def _between(
-    records_df: DataFrame, bounds: DataFrame, instant: str, first: str, last: str
+    records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str, first: str, last: str
 ) -> DataFrame:
     """Keeps ``first <= instant < last``, both taken from the run's bounds."""
-    columns = records_df.columns
-    limits = bounds.select("run_id", sf.col(first).alias("_from"), sf.col(last).alias("_until"))
-    joined = records_df.join(sf.broadcast(limits), on="run_id", how="inner")
+    bounds = list(bounds)
     at = sf.col(instant)
-    return joined.where((at >= sf.col("_from")) & (at < sf.col("_until"))).select(*columns)
+    return records_df.where((at >= bound(bounds, first)) & (at < bound(bounds, last)))
 
 
-def with_run_time(records_df: DataFrame, bounds: DataFrame, instant: str) -> DataFrame:
-    """Adds ``t_s``: seconds from the run's start to ``instant``."""
+def with_run_time(
+    records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str
+) -> DataFrame:
+    """Adds ``t_s``: seconds from the run's start to ``instant`` (runs without bounds
+    are left out)."""
     columns = records_df.columns
-    starts = bounds.select("run_id", sf.col("start_ns").alias("run_start_ns"))
-    joined = records_df.join(sf.broadcast(starts), on="run_id", how="inner")
-    t_s = (sf.col(instant) - sf.col("run_start_ns")) / NS_PER_S
-    return joined.select(*columns, t_s.alias("t_s"))
+    start = bound(bounds, "start_ns")
+    t_s = (sf.col(instant) - start) / NS_PER_S
+    return records_df.where(start.isNotNull()).select(*columns, t_s.alias("t_s"))
 
 
 def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
@@ -94,17 +109,19 @@ def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
 
 
 def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
-    """Each classified client request beside the server record of the same request."""
+    """Each classified client request beside the server record of the same request.
+
+    Only what the component breakdown needs crosses the shuffle: the two codec times
+    of each side travel as their sum.
+    """
     keys = ["run_id", "client_id", "request_id"]
     server_side = server.select(
         *keys,
-        "instance",
         "queued_ns",
         "pool_wait_ns",
         "db_round_trip_ns",
         "db_exec_ns",
-        sf.col("deserialize_ns").alias("server_deserialize_ns"),
-        sf.col("serialize_ns").alias("server_serialize_ns"),
+        (sf.col("deserialize_ns") + sf.col("serialize_ns")).alias("server_codec_ns"),
         "total_ns",
     )
     client_side = client.select(
@@ -112,8 +129,7 @@ def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
         "operation",
         "outcome",
         "response_ns",
-        sf.col("serialize_ns").alias("client_serialize_ns"),
-        sf.col("deserialize_ns").alias("client_deserialize_ns"),
+        (sf.col("serialize_ns") + sf.col("deserialize_ns")).alias("client_codec_ns"),
     )
     # Hash the server side of each shuffle partition rather than sort both sides:
     # every key is unique, so sorting 2n rows only to pair them is wasted work.
@@ -128,8 +144,8 @@ def components(joined: DataFrame) -> DataFrame:
     response time minus the server's total time, less the client's own encoding
     and decoding (which count as serialization, with the server's).
     """
-    codec_client = sf.col("client_serialize_ns") + sf.col("client_deserialize_ns")
-    codec_server = sf.col("server_deserialize_ns") + sf.col("server_serialize_ns")
+    codec_client = sf.col("client_codec_ns")
+    codec_server = sf.col("server_codec_ns")
     accounted = (
         sf.col("queued_ns") + sf.col("pool_wait_ns") + sf.col("db_round_trip_ns") + codec_server
     )
