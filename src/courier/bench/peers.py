@@ -34,6 +34,8 @@ from courier.lab import setup
 from courier.server import launcher
 
 REGISTER_CONNECTIONS = 4
+LOGINS_AT_ONCE = 32
+"""Clients of one process that log in at the same time."""
 
 
 class Skipped(Exception):
@@ -70,6 +72,10 @@ class CourierTarget:
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
     ) -> list[loop.Peer]:
+        # A login with a secret costs the client a key derivation: a thousand at once
+        # would hold their connections anonymous long enough to be pushed out.
+        logging_in = asyncio.Semaphore(LOGINS_AT_ONCE)
+
         async def connect(index: int) -> loop.Peer:
             first = index % len(self.servers)  # round-robin; the others for failover
             ordered = ",".join(self.servers[first:] + self.servers[:first])
@@ -77,7 +83,8 @@ class CourierTarget:
             opening = AsyncClient.connect(
                 ordered, name=self.names[index], secret=secret, ca=self.ca
             )
-            client = await stack.enter_async_context(opening)
+            async with logging_in:
+                client = await stack.enter_async_context(opening)
             if self.batch > 1:
                 return CourierBatchPeer(client, self.queue_id, [body] * self.batch)
             return CourierPeer(client, self.queue_id, body)

@@ -59,6 +59,9 @@ class Services:
 class Seat(Protocol):
     """The connection's hold on the server's places for logged-in clients."""
 
+    def start_login(self) -> None:
+        """A login with a secret began: newcomers no longer push the connection out."""
+
     def log_in(self) -> None:
         """Take a logged-in place; ServerFull when every one is taken."""
 
@@ -145,6 +148,7 @@ async def login_start(ctx: Context, request: frames.LoginStart) -> SessionChange
     user = scram.user_name(request.client_id, request.name)
     services = ctx.services
     services.logins.throttle.check(logins.name_key(user), logins.peer_key(ctx.peer))
+    ctx.seat.start_login()  # no longer among the anonymous that newcomers push out
     found = await services.backend.auth_verifier(key, timing=ctx.timing)
     client_id, verifier = found if found is not None else (None, None)
     held, nonce, answered = services.logins.challenge(
@@ -167,6 +171,7 @@ async def login_proof(ctx: Context, request: frames.LoginProof) -> SessionChange
     except errors.CourierError as exc:  # answered here, so that the session drops it
         if isinstance(exc, errors.NotAuthorised):
             services.logins.throttle.failure(*keys)
+        ctx.seat.log_out()  # anonymous again
         return SessionChange(frames.ErrorReply(exc.status, exc.message), session.Session())
     services.logins.throttle.success(keys[0])
     signature = scram.server_signature(held.server_key, held.auth_message)

@@ -395,3 +395,23 @@ async def test_queue_access_lists_hold_on_every_wire_path(
         await otto.request("olgas", "question", timeout=0.2)
     await olga.set_queue_acl("olgas")
     assert (await otto.pop("olgas")) is not None
+
+
+async def test_a_connection_proving_its_secret_is_not_pushed_out_by_newcomers(
+    start_server: StartServer, connect: Connect
+) -> None:
+    # Between LOGIN_START and LOGIN_PROOF the client derives its key (a burst of
+    # clients queues for that): newcomers push out idle connections, not this one.
+    server = await start_server(open_login=False, max_anonymous=2)
+    await register(server, "erin", "erin's secret")
+    wire = await connect(server)
+    challenge = await wire.ok(protocol.LoginStart(None, "erin", "n1"))
+    assert isinstance(challenge, protocol.LoginChallenge)
+    idle = [await connect(server) for _ in range(4)]  # two anonymous places: two pushed out
+    assert isinstance(await idle[-1].ok(protocol.Ping()), protocol.Pong)
+    salted = scram.salted_password("erin's secret", challenge.salt, challenge.iterations)
+    message = scram.auth_message(
+        "erin", "n1", challenge.nonce, challenge.salt, challenge.iterations
+    )
+    reply = await wire.ok(protocol.LoginProof(scram.client_proof(salted, message)))
+    assert isinstance(reply, protocol.LoginReply) and reply.client.name == "erin"
