@@ -7,6 +7,7 @@ import ssl
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from courier import config, errors, models, protocol, tls
 from courier.client import connection
@@ -79,7 +80,7 @@ def check_priority(priority: int) -> None:
         )
 
 
-def properties(value: Mapping[str, str] | None) -> dict[str, str]:
+def message_properties(value: Mapping[str, str] | None) -> dict[str, str]:
     """A message's properties, checked against the protocol's limits (at most 64,
     keys 1 to 255 bytes of UTF-8, values at most 4096 bytes); None means none."""
     if value is None:
@@ -88,6 +89,46 @@ def properties(value: Mapping[str, str] | None) -> dict[str, str]:
     if problem:
         raise errors.BadRequest(problem)
     return dict(value)
+
+
+class MessageFields(TypedDict):
+    """What a SEND or a PUBLISH carries besides where the message goes."""
+
+    body: bytes
+    receiver: int | None
+    priority: int
+    context: int | None
+    delay_ms: int
+    ttl_ms: int | None
+    dedup_id: str | None
+    properties: dict[str, str]
+
+
+def message_fields(
+    value: bytes | str,
+    *,
+    receiver: int | None,
+    priority: int,
+    context: int | None,
+    delay: float | None,
+    not_before: datetime | None,
+    ttl: float | None,
+    dedup_id: str | None,
+    properties: Mapping[str, str] | None,
+) -> MessageFields:
+    """A message's fields, each checked as ``send`` takes them (an empty dedup id is
+    BadRequest: None means none)."""
+    check_priority(priority)
+    checked_body = body(value)
+    checked_delay = delay_ms(delay, not_before)
+    checked_ttl = positive_ms(ttl, "ttl")
+    if dedup_id == "":
+        raise errors.BadRequest("a dedup id must not be empty")
+    return MessageFields(
+        body=checked_body, receiver=receiver, priority=priority, context=context,
+        delay_ms=checked_delay, ttl_ms=checked_ttl, dedup_id=dedup_id,
+        properties=message_properties(properties),
+    )  # fmt: skip
 
 
 def body(value: bytes | bytearray | memoryview | str) -> bytes:

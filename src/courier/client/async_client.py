@@ -307,20 +307,13 @@ class AsyncClient(topics.TopicMethods):
         up to 4096 bytes of UTF-8).
         """
         refs = queue_refs.as_list(queues)
-        arguments.check_priority(priority)
-        request_body = arguments.body(body)
-        delay_ms = arguments.delay_ms(delay, not_before)
-        ttl_ms = arguments.positive_ms(ttl, "ttl")
-        if dedup_id == "":
-            raise errors.BadRequest("a dedup id must not be empty")
-        request_properties = arguments.properties(properties)
+        fields = arguments.message_fields(
+            body, receiver=receiver, priority=priority, context=context, delay=delay,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
+        )  # fmt: skip
 
         async def send(ids: tuple[int, ...]) -> list[int]:
-            request = protocol.Send(
-                queue_ids=ids, body=request_body, receiver=receiver, priority=priority,
-                context=context, delay_ms=delay_ms, ttl_ms=ttl_ms, dedup_id=dedup_id,
-                properties=request_properties,
-            )  # fmt: skip
+            request = protocol.Send(queue_ids=ids, **fields)
             return list((await self._session.call(request, protocol.MessageIdsReply)).ids)
 
         return await self._queues.apply(refs, send)
@@ -436,7 +429,13 @@ class AsyncClient(topics.TopicMethods):
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
         defaults = batches.Defaults(
-            receiver, priority, context, delay, not_before, ttl, arguments.properties(properties)
+            receiver,
+            priority,
+            context,
+            delay,
+            not_before,
+            ttl,
+            arguments.message_properties(properties),
         )
         drafts = batches.drafts(messages, defaults)
 

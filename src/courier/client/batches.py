@@ -84,26 +84,18 @@ def drafts(
 def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
     if not isinstance(message, Outgoing):
         message = Outgoing(message)
-    priority = defaults.priority if message.priority is None else message.priority
-    arguments.check_priority(priority)
-    if message.dedup_id == "":
-        raise errors.BadRequest("a dedup id must not be empty")
     timed = message.delay is not None or message.not_before is not None
-    return models.Draft(
-        body=arguments.body(message.body),
+    return models.Draft(**arguments.message_fields(
+        message.body,
         receiver=defaults.receiver if message.receiver is None else message.receiver,
-        priority=priority,
+        priority=defaults.priority if message.priority is None else message.priority,
         context=defaults.context if message.context is None else message.context,
-        delay_ms=arguments.delay_ms(
-            message.delay if timed else defaults.delay,
-            message.not_before if timed else defaults.not_before,
-        ),
-        ttl_ms=arguments.positive_ms(defaults.ttl if message.ttl is None else message.ttl, "ttl"),
+        delay=message.delay if timed else defaults.delay,
+        not_before=message.not_before if timed else defaults.not_before,
+        ttl=defaults.ttl if message.ttl is None else message.ttl,
         dedup_id=message.dedup_id,
-        properties=arguments.properties(
-            defaults.properties if message.properties is None else message.properties
-        ),
-    )
+        properties=defaults.properties if message.properties is None else message.properties,
+    ))  # fmt: skip
 
 
 def counted(count: int, what: str) -> int:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TypeAlias
 
-from courier import errors, models, protocol
+from courier import models, protocol
 from courier.client import arguments, session
 
 TopicRef: TypeAlias = int | str | models.Topic
@@ -106,14 +106,10 @@ class TopicMethods:
         queue that refuses the message (full, say) fails the whole publish and no copy
         is stored. TopicNotFound.
         """
-        arguments.check_priority(priority)
-        if dedup_id == "":
-            raise errors.BadRequest("a dedup id must not be empty")
-        request = protocol.Publish(
-            *lookup(topic), body=arguments.body(body), receiver=receiver, priority=priority,
-            context=context, delay_ms=arguments.delay_ms(delay, not_before),
-            ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id,
-            properties=arguments.properties(properties),
+        fields = arguments.message_fields(
+            body, receiver=receiver, priority=priority, context=context, delay=delay,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
         )  # fmt: skip
+        request = protocol.Publish(*lookup(topic), **fields)
         reply = await self._session.call(request, protocol.PublishReply)
         return dict(zip(reply.queue_ids, reply.message_ids, strict=True))

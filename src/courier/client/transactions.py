@@ -66,13 +66,11 @@ class Transaction:
     ) -> None:
         """Send at the commit (as ``AsyncClient.send``)."""
         self._check_open()
-        arguments.check_priority(priority)
-        send = protocol.Send(
-            queue_ids=(), body=arguments.body(body), receiver=receiver, priority=priority,
-            context=context, delay_ms=arguments.delay_ms(delay, not_before),
-            ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id or None,
-            properties=arguments.properties(properties),
+        fields = arguments.message_fields(
+            body, receiver=receiver, priority=priority, context=context, delay=delay,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
         )  # fmt: skip
+        send = protocol.Send(queue_ids=(), **fields)
         self._operations.append(len(self._sends))
         self._sends.append((queue_refs.as_list(queues), send))
 
@@ -92,13 +90,11 @@ class Transaction:
     ) -> None:
         """Publish at the commit (as ``AsyncClient.publish``)."""
         self._check_open()
-        arguments.check_priority(priority)
-        self._operations.append(protocol.Publish(
-            *topics.lookup(topic), body=arguments.body(body), receiver=receiver,
-            priority=priority, context=context, delay_ms=arguments.delay_ms(delay, not_before),
-            ttl_ms=arguments.positive_ms(ttl, "ttl"), dedup_id=dedup_id or None,
-            properties=arguments.properties(properties),
-        ))  # fmt: skip
+        fields = arguments.message_fields(
+            body, receiver=receiver, priority=priority, context=context, delay=delay,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
+        )  # fmt: skip
+        self._operations.append(protocol.Publish(*topics.lookup(topic), **fields))
 
     def ack(self, delivery: models.Message | int) -> None:
         """Acknowledge a leased message at the commit."""
