@@ -197,4 +197,5 @@ def say_published(copies: dict[int, int]) -> None:
         common.say("published to no one: the topic has no subscription")
         return
     listed = ", ".join(f"{message} in queue {queue}" for queue, message in copies.items())
-    common.say(f"published {len(copies)} copies: message {listed}")
+    noun = "copy" if len(copies) == 1 else "copies"
+    common.say(f"published {len(copies)} {noun}: message {listed}")

@@ -25,9 +25,11 @@ def test_publish_reaches_a_durable_subscription_read_as_a_queue(
     assert (made["queue_name"], made["durable"]) == (f"{news}:{bob}", True)
     published = as_json(courier("publish", news, "extra! extra!", "--as", alice, "--json"))
     assert list(published["copies"]) == [str(made["queue"])]
+    said = ok(courier("publish", news, "extra!", "--as", alice)).stdout
+    assert said.startswith("published 1 copy: message ")
     listed = as_json(courier("topic", "list", "--as", alice, "--json"))
     (mine,) = [topic for topic in listed if topic["name"] == news]
-    assert [s["backlog"] for s in mine["subscriptions"]] == [1]
+    assert [s["backlog"] for s in mine["subscriptions"]] == [2]
     table = ok(courier("topic", "show", news, "--as", alice)).stdout
     assert f"{news}:{bob}" in table and "durable" in table
     assert "extra! extra!" in ok(courier("receive", f"{news}:{bob}", "--as", bob)).stdout
