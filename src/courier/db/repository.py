@@ -193,6 +193,11 @@ class Repository:
             timing=timing,
         )  # fmt: skip
 
+    async def disabled_clients(self, client_ids: Sequence[int]) -> list[int]:
+        """Which of these clients are disabled (their notices may have been missed)."""
+        rows = await self._call_many("courier_disabled_clients_v1($1)", list(client_ids))
+        return [row["client_id"] for row in rows]
+
     async def get_client(
         self, client: int | str, *, timing: Timing | None = None
     ) -> models.ClientInfo:

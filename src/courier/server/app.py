@@ -68,6 +68,7 @@ class Server:
         self._registry: registry.InstanceRegistry | None = None
         self._services: handlers.Services | None = None
         self._sweeper: sweeper.Sweeper | None = None
+        self._rechecks: set[asyncio.Task[None]] = set()
         self.address = ""
 
     async def start(self) -> str:
@@ -126,11 +127,31 @@ class Server:
         pool = await pools.open_pool(settings.dsn, settings.pool)
         self._repo = kind(pool, settings.limits, settings.pool)
         self._notifier = listen.NotificationListener(
-            settings.dsn, self._waiters.notify_payload, self._waiters.wake_all,
+            settings.dsn, self._waiters.notify_payload, self._listen_restored,
             settings.notify_check, on_disabled=self._listener.end_sessions_of,
         )  # fmt: skip
         await self._notifier.start()
         return self._repo
+
+    def _listen_restored(self) -> None:
+        """Notifications sent while the LISTEN link was down are lost: every waiter
+        re-checks, and the clients disabled meanwhile lose their sessions now."""
+        self._waiters.wake_all()
+        recheck = asyncio.get_running_loop().create_task(self._end_disabled_sessions())
+        self._rechecks.add(recheck)
+        recheck.add_done_callback(self._rechecks.discard)
+
+    async def _end_disabled_sessions(self) -> None:
+        logged_in = self._listener.logged_in_clients()
+        if self._repo is None or not logged_in:
+            return
+        try:
+            disabled = await self._repo.disabled_clients(sorted(logged_in))
+        except errors.CourierError as exc:
+            log.warning("cannot check for clients disabled while LISTEN was down: %s", exc)
+            return
+        for client_id in disabled:
+            self._listener.end_sessions_of(client_id)
 
     async def _open_health_link(self) -> repository.Repository:
         """The registry's own database connection: heartbeats and the search for dead

@@ -48,10 +48,13 @@ class Listener:
 
     def serves(self, client_id: int) -> bool:
         """Whether a connection here is logged in as this client."""
-        return any(
-            conn.session.client is not None and conn.session.client.id == client_id
-            for conn in self._connections
-        )
+        return client_id in self.logged_in_clients()
+
+    def logged_in_clients(self) -> set[int]:
+        """The ids of the clients logged in here."""
+        return {
+            conn.session.client.id for conn in self._connections if conn.session.client is not None
+        }
 
     def end_sessions_of(self, client_id: int) -> None:
         """The client was disabled: close every connection logged in as it."""

@@ -12,7 +12,7 @@ from server_harness import Connect
 
 import courier
 from courier import errors, models, protocol, scram
-from courier.db import repository
+from courier.db import listen, repository
 from helpers.servers import ServerProcess, StartServer, address
 
 Make = Callable[..., Awaitable[courier.AsyncClient]]
@@ -192,6 +192,33 @@ async def test_a_disabled_client_loses_its_session_and_cannot_log_in(
     assert (await refusal(secure, "ivan", "ivan's")).message == "login failed"
     await root.enable_client("ivan")
     assert (await make("ivan", "ivan's")).name == "ivan"
+
+
+async def test_a_client_disabled_while_the_listen_link_is_down_loses_its_session_after(
+    dsn: str, secure: ServerProcess, make: Make
+) -> None:
+    # Disabled behind the middleware's back (no notification), then the LISTEN link
+    # drops and comes back: the notices it may have missed are asked for.
+    await register(secure, "nina", "nina's")
+    nina = await make("nina", "nina's", failover_timeout=1.0)
+    await nina.create_queue("nina-jobs")
+    database = await asyncpg.connect(dsn)
+    try:
+        await database.execute("UPDATE courier_clients SET disabled = true WHERE name = 'nina'")
+        await asyncio.sleep(0.5)
+        assert await nina.send("nina-jobs", "no notice was sent, so the session lives")
+        killed = await database.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND application_name = $1",
+            listen.APPLICATION_NAME,
+        )
+    finally:
+        await database.close()
+    assert killed == 1
+    await asyncio.sleep(2.0)  # the middleware listens again, and asks
+    with pytest.raises(errors.CourierError) as caught:
+        await nina.send("nina-jobs", "still here?")
+    assert isinstance(caught.value, errors.ConnectionLost | errors.NotAuthorised)
 
 
 async def test_only_the_owner_or_an_admin_deletes_or_configures_a_queue(

@@ -555,6 +555,10 @@ CREATE FUNCTION courier_set_client_enabled_v1(
     p_actor_id bigint, p_client_id bigint, p_enabled boolean, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
+CREATE FUNCTION courier_disabled_clients_v1(p_client_ids bigint[])
+RETURNS TABLE (client_id bigint, exec_ns bigint)
+LANGUAGE sql STABLE AS $$ SELECT NULL::bigint, 0::bigint WHERE false $$;
+
 CREATE FUNCTION courier_check_owner_v1(p_actor_id bigint, p_queue_id bigint, p_action text)
 RETURNS void
 LANGUAGE sql AS $$ SELECT $$;
