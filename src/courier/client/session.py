@@ -96,14 +96,27 @@ class Session:
         return current.label if current is not None and not current.closed else None
 
     async def start(self, credentials: Credentials | None = None) -> None:
-        """Connect to the first server that accepts (each is tried once).
+        """Connect to the first server that accepts.
 
         With credentials, log in as that client; else just PING, so a server that
-        is full says so now and the next one is tried.
+        is full says so now and the next one is tried. While every server is full
+        (places free up as clients leave, and a burst of newcomers pushes out
+        connections that have not logged in yet) the round is tried again, for up
+        to ``connect_timeout``; any other failure ends it.
         """
         async with self._connecting:
             self._credentials = credentials
-            self._connection = await self._connect_to_any(failing_over=False)
+            deadline = time.monotonic() + self.connect_timeout
+            pause = FIRST_RETRY_PAUSE
+            while True:
+                try:
+                    self._connection = await self._connect_to_any(failing_over=False)
+                    return
+                except errors.ServerFull:
+                    if time.monotonic() + pause > deadline:
+                        raise
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, RETRY_PAUSE)
 
     async def login(self, credentials: Credentials) -> models.ClientInfo:
         link = await self._connected()

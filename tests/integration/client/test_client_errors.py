@@ -115,7 +115,28 @@ async def test_server_full(connect: Connect, start_server: StartServer, unique: 
         await register(address(full), name)
     await connect(address(full), name=first)
     with pytest.raises(errors.ServerFull, match="maximum of 1 logged-in clients"):
-        await connect(address(full), name=second)
+        await connect(address(full), name=second, connect_timeout=0.5)
+
+
+async def test_a_client_waits_for_a_place_on_a_full_server(
+    start_server: StartServer, unique: Unique
+) -> None:
+    full = await start_server(max_clients=1)
+    first, second = unique("first"), unique("second")
+    for name in (first, second):
+        await register(address(full), name)
+    holder = await courier.AsyncClient.connect(address(full), name=first)
+    waiting = asyncio.ensure_future(
+        courier.AsyncClient.connect(address(full), name=second, connect_timeout=10.0)
+    )
+    await asyncio.sleep(0.5)
+    assert not waiting.done()  # still trying: the only place is taken
+    await holder.close()
+    newcomer = await asyncio.wait_for(waiting, 5.0)
+    try:
+        assert newcomer.name == second
+    finally:
+        await newcomer.close()
 
 
 async def test_unavailable_when_the_database_is_gone(
