@@ -461,25 +461,57 @@ def receive(
 
 
 @click.command(cls=common.Command)
-@click.argument("delivery", type=int)
+@click.argument("deliveries", metavar="DELIVERY...", type=int, nargs=-1, required=True)
 @common.client_options
-def ack(delivery: int) -> None:
-    """Acknowledge a leased message by its DELIVERY id: it is done and deleted."""
+def ack(deliveries: tuple[int, ...]) -> None:
+    """Acknowledge leased messages by their DELIVERY ids: done and deleted (several in
+    one request; one whose lease ran out fails no other)."""
     with common.client() as client:
-        client.ack(delivery)
-    common.emit({"acknowledged": delivery}, lambda: common.say(f"acknowledged {delivery}"))
+        if len(deliveries) == 1:
+            client.ack(deliveries[0])
+            settled = [models.Settled(deliveries[0])]
+        else:
+            settled = client.ack_many(deliveries)
+    report_settled(settled, "acknowledged")
 
 
 @click.command(cls=common.Command)
-@click.argument("delivery", type=int)
-@click.option("--delay", type=float, default=0.0, help="Seconds before it is visible again.")
-@click.option("--reason", help="Why it failed (kept with a dead letter).")
+@click.argument("deliveries", metavar="DELIVERY...", type=int, nargs=-1, required=True)
+@click.option("--delay", type=float, default=0.0, help="Seconds before they are visible again.")
+@click.option("--reason", help="Why they failed (kept with a dead letter).")
 @common.client_options
-def nack(delivery: int, delay: float, reason: str | None) -> None:
-    """Give a leased message back by its DELIVERY id, to be delivered again."""
+def nack(deliveries: tuple[int, ...], delay: float, reason: str | None) -> None:
+    """Give leased messages back by their DELIVERY ids, to be delivered again (several
+    in one request; one whose lease ran out fails no other)."""
     with common.client() as client:
-        client.nack(delivery, delay=delay, reason=reason)
-    common.emit({"released": delivery}, lambda: common.say(f"gave back {delivery}"))
+        if len(deliveries) == 1:
+            client.nack(deliveries[0], delay=delay, reason=reason)
+            settled = [models.Settled(deliveries[0])]
+        else:
+            settled = client.nack_many(deliveries, delay=delay, reason=reason)
+    report_settled(settled, "released")
+
+
+def report_settled(settled: list[models.Settled], done: str) -> None:
+    """Print what became of each delivery; leave with LEASE_EXPIRED's exit code when
+    any was not settled."""
+    settled_ids = [each.delivery for each in settled if each.ok]
+    failed = [each for each in settled if not each.ok]
+    if len(settled) == 1 and not failed:
+        data: dict[str, Any] = {done: settled_ids[0]}
+    else:
+        data = {done: settled_ids, "failed": [dataclasses.asdict(each) for each in failed]}
+    verb = "acknowledged" if done == "acknowledged" else "gave back"
+
+    def say() -> None:
+        if settled_ids:
+            common.say(f"{verb} {', '.join(str(each) for each in settled_ids)}")
+
+    common.emit(data, say)
+    for each in failed:
+        click.echo(f"error: delivery {each.delivery}: {each.message}", err=True)
+    if failed:
+        raise click.exceptions.Exit(common.exit_code(errors.LeaseExpired()))
 
 
 @click.command(cls=common.Command)

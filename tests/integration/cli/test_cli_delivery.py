@@ -40,6 +40,27 @@ def test_receive_with_a_lease_then_ack_in_another_command(courier: Courier, uniq
     assert late.returncode == 18 and "is not held" in late.stderr
 
 
+def test_several_deliveries_are_settled_in_one_command(courier: Courier, unique: Unique) -> None:
+    me, queue = unique("worker"), unique("jobs")
+    ok(courier("register", me))
+    ok(courier("queue", "create", queue, "--as", me))
+    for n in range(4):
+        ok(courier("send", queue, f"job {n}", "--as", me))
+    taken = as_json(
+        courier("receive", queue, "--max", "4", "--lease", "30", "--as", me, "--json")
+    )
+    first, second, third, fourth = (str(message["delivery"]) for message in taken)
+    acked = as_json(courier("ack", first, second, "--as", me, "--json"))
+    assert acked == {"acknowledged": [int(first), int(second)], "failed": []}
+    # One already settled fails alone: the others are settled, the exit code says so.
+    mixed = courier("nack", third, first, fourth, "--as", me)
+    assert mixed.returncode == 18
+    assert f"gave back {third}, {fourth}" in mixed.stdout
+    assert f"error: delivery {first}:" in mixed.stderr
+    again = as_json(courier("receive", queue, "--max", "4", "--lease", "30", "--as", me, "--json"))
+    assert sorted(message["body"] for message in again) == ["job 2", "job 3"]
+
+
 def test_binary_bodies_from_a_file_or_stdin_round_trip(
     courier: Courier, unique: Unique, tmp_path: Path
 ) -> None:
