@@ -1,0 +1,102 @@
+"""A benchmark load process: the agents of a share of the locations, recorded.
+
+Started by the benchmark run like the lab's load generators (``clientpool``'s
+protocol): it logs in one client per location, subscribes each location to its
+topics, reports ready, and at the common start instant runs every agent's handlers
+and drivers until the run's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from courier.client import AsyncClient
+from courier.lab import driver, loadgen, process_recording
+from courier.lab.supply import agents
+
+Address = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """One location to run: name, type, its client's id and servers (failover order)."""
+
+    name: str
+    type: str
+    client_id: int
+    servers: tuple[Address, ...]
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """Everything one process needs; picklable."""
+
+    process: str
+    run_dir: Path
+    run_id: str
+    locations: tuple[Location, ...]
+    world: agents.World
+    seed: int = 1
+
+
+@dataclass(slots=True)
+class AgentResult:
+    process: str
+    locations: int
+    requests: int = 0
+    iterations: int = 0
+    errors: int = 0
+    dropped: int = 0
+    last_error: str = ""
+
+
+def process_main(plan: AgentPlan, control: Any) -> None:
+    """multiprocessing entry point; ``control`` is the child end of a Pipe."""
+    loadgen.serve_process(control, lambda ready: run_process(plan, ready))
+
+
+async def run_process(plan: AgentPlan, ready: Callable[[], Awaitable[loadgen.Go]]) -> AgentResult:
+    recorded = process_recording.ProcessRecording.for_clients(
+        plan.run_dir, plan.run_id, plan.process
+    )
+    running = [_agent(plan, location, recorded) for location in plan.locations]
+    try:
+        await asyncio.gather(*map(_open, running, plan.locations))
+        go = await ready()
+        await asyncio.sleep(max(0.0, (go.start_ns - time.time_ns()) / 1e9))
+        stop_at = time.monotonic() + (go.start_ns + int(go.duration_s * 1e9) - time.time_ns()) / 1e9
+        await asyncio.gather(*(agent.run(stop_at) for agent in running))
+    finally:
+        await asyncio.gather(*(agent.client.close() for agent in running), return_exceptions=True)
+        recorded.close()
+    return _sum_up(plan, running)
+
+
+def _agent(
+    plan: AgentPlan, location: Location, recorded: process_recording.ProcessRecording
+) -> agents.Agent:
+    tally = driver.Tally()
+    client = AsyncClient(location.servers, recorder=recorded.client_recorder(location.type, tally))
+    seed = f"{plan.seed}:{plan.run_id}:{location.name}"
+    return agents.Agent(location.name, location.type, client, plan.world, seed, tally)
+
+
+async def _open(agent: agents.Agent, location: Location) -> None:
+    await agent.client.open(client_id=location.client_id)
+    await agent.subscribe()
+
+
+def _sum_up(plan: AgentPlan, running: list[agents.Agent]) -> AgentResult:
+    result = AgentResult(plan.process, len(running))
+    for agent in running:
+        result.requests += agent.tally.requests
+        result.iterations += agent.tally.iterations
+        result.errors += agent.tally.errors
+        result.dropped += agent.tally.dropped_arrivals
+        result.last_error = agent.tally.last_error or result.last_error
+    return result
