@@ -31,6 +31,7 @@ from courier.measurements import destinations, record_schema
 from courier.measurements import manifest as manifest_
 
 SHARE = 0.9
+UNDECIDED = "undecided: an interaction without messages or a queue without depth samples"
 INTERACTION_COLUMNS = (
     "run_id", "base", "interaction", "name", "delivered", "late_backlog", "p90_ms",
     "p90_low", "p90_high", "on_time_share", "ok",
@@ -85,7 +86,7 @@ def judge(
     arrivals = _arrivals(delivery.fate_rows(rows, "queues"), prepared)
     interactions = _interaction_rows(rows, maps, bases)
     queues = _queue_rows(_depth_regressions(prepared, maps), maps, bases, arrivals, prepared)
-    verdicts = {run_id: _verdict(run_id, bases[run_id], interactions, queues) for run_id in maps}
+    verdicts = {run_id: verdict_of(run_id, bases[run_id], interactions, queues) for run_id in maps}
     return Judgement(
         verdicts,
         tables.from_records(
@@ -216,26 +217,21 @@ def _queue_rows(
     return found
 
 
-def _verdict(
+def verdict_of(
     run_id: str, base: Any, interactions: list[dict[str, Any]], queues: list[dict[str, Any]]
 ) -> Verdict:
+    """The run's verdict from its evidence rows: invalid (saying what failed),
+    undecided, or valid."""
     mine = [row for row in interactions if row["run_id"] == run_id]
     held = [row for row in queues if row["run_id"] == run_id]
     failing = [_late_words(row) for row in mine if row["ok"] is False]
     failing += [_growing_words(row) for row in held if row["stable"] is False]
-    undecided = (
-        not mine
-        or not held
-        or any(r["ok"] is None for r in mine)
-        or any(r["stable"] is None for r in held)
-    )
-    undecided_words = (
-        []
-        if not undecided or failing
-        else ["undecided: an interaction without messages or a queue without depth samples"]
-    )
-    valid = False if failing else (None if undecided else True)
-    return Verdict(run_id, base, valid, failing + undecided_words)
+    if failing:
+        return Verdict(run_id, base, False, failing)
+    cells = [row["ok"] for row in mine] + [row["stable"] for row in held]
+    if not mine or not held or None in cells:
+        return Verdict(run_id, base, None, [UNDECIDED])
+    return Verdict(run_id, base, True, [])
 
 
 def _late_words(row: Mapping[str, Any]) -> str:

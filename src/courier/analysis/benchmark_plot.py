@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 
+from matplotlib import ticker
 from matplotlib.figure import Figure
 
 from courier.analysis import benchmark, delivery, tables
@@ -33,10 +34,11 @@ def search_figure(
     for base in invalid:
         ax.axvline(base, color=INVALID_COLOUR, alpha=0.25, linewidth=6)
     if metric is not None:
-        ax.axvline(metric, color="tab:green", linewidth=1.5, label=f"metric: BASE {metric}")
+        ax.axvline(metric, color="black", linestyle=":", label=f"metric: BASE {metric}")
     ax.set_yscale("log")
+    ax.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     ax.set_xlabel("BASE (red: invalid runs)")
     ax.set_ylabel("p90 delivery time (ms)")
     ax.set_title(title)
-    ax.legend(fontsize="small", loc="upper left")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return figure

@@ -17,7 +17,8 @@ queue; a publish: one per subscription; a commit: those of its sends and
 publishes, in order, a publish's with queue 0) or read (a read, receive or awaited
 response; a batch request: every message), and ``queue_ids`` the queue of each;
 both are empty for every other call and for a call that failed. A READ is recorded
-as ``pop`` or ``peek``, so that the analysis can tell the read that took a message from one that only looked at it.
+as ``pop`` or ``peek``, so that the analysis can tell the read that took a message
+from one that only looked at it.
 """
 
 from __future__ import annotations
