@@ -42,6 +42,11 @@ QUEUE_COLUMNS = (
 )  # fmt: skip
 KIND_COLUMNS = ("kind", "interaction", "persistent", "ran_persistent")
 QueueMap = dict[int, dict[str, Any]]
+TABLES = (  # name, title, columns of the evidence tables
+    ("interactions", "Delivery time per interaction (ms)", INTERACTION_COLUMNS),
+    ("queues", "Backlog trend per queue", QUEUE_COLUMNS),
+    ("kinds", "Delivery mode per kind", KIND_COLUMNS),
+)
 
 
 @dataclass(frozen=True)
@@ -89,13 +94,12 @@ def judge(
     verdicts = {run_id: verdict_of(run_id, bases[run_id], interactions, queues) for run_id in maps}
     return Judgement(
         verdicts,
-        tables.from_records(
-            "interactions", "Delivery time per interaction (ms)", interactions, INTERACTION_COLUMNS
+        *(
+            tables.from_records(name, title, rows, columns)
+            for (name, title, columns), rows in zip(
+                TABLES, (interactions, queues, _kind_rows(maps)), strict=True
+            )
         ),
-        tables.from_records(
-            "queues", "Backlog trend per queue", queues, QUEUE_COLUMNS, note=stability.__doc__ or ""
-        ),
-        tables.from_records("kinds", "Delivery mode per kind", _kind_rows(maps), KIND_COLUMNS),
     )
 
 
@@ -265,7 +269,10 @@ def _kind_rows(maps: Mapping[str, QueueMap]) -> list[dict[str, Any]]:
 
 
 def merge(judgements: list[Judgement]) -> Judgement:
-    """One judgement of the runs of several (e.g. judged one at a time)."""
+    """One judgement of the runs of several (e.g. judged one at a time); none: empty."""
+    if not judgements:
+        empty = [tables.Table(name, title, columns) for name, title, columns in TABLES]
+        return Judgement({}, *empty)
     verdicts = {key: v for judged in judgements for key, v in judged.verdicts.items()}
     merged = [
         dataclasses.replace(

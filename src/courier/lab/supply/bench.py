@@ -57,6 +57,7 @@ class BenchExperiment:
         self.name = f"{bench.name}-{topology_name}"
         self.directory = options.out / self.name
         self.runs: list[BenchRun] = []
+        self._started = 0  # runs begun, failed ones included: each gets its own id
         self._stack = contextlib.AsyncExitStack()
         self._db: runner.DatabaseTier | None = None
         self._manifest: manifest.Manifest | None = None
@@ -76,13 +77,17 @@ class BenchExperiment:
     ) -> None:
         await self._stack.aclose()
 
+    def next_run_id(self) -> str:
+        return f"r{self._started:03d}"
+
     async def run(self, base: int) -> BenchRun:
         """Run the benchmark at ``base`` and add the run to the manifest."""
         assert self._db is not None and self._manifest is not None
         plan = self.bench.plan(base, self.topology)
-        run_id = f"r{len(self.runs):03d}"
+        run_id = self.next_run_id()
+        self._started += 1
         planned = lab_spec.PlannedRun(run_id, {"base": base}, 0, self.bench.system)
-        self.reporter.run_started(planned, len(self.runs), self.planned_runs)
+        self.reporter.run_started(planned, self._started - 1, self.planned_runs)
         agents_run = AgentsRun(planned, self.directory / run_id, self._db, self.options,
                                self.reporter, self.bench, plan)  # fmt: skip
         entry, summary = await agents_run.execute()
@@ -144,6 +149,12 @@ class AgentsRun(runner.Run):
         destinations_file.write(self.run_dir, found)
         start_ns, end_ns, results = await self._drive(load)
         runner.summarise(summary, results, (end_ns - start_ns) / 1e9)
+        cut_short = sum(result.cut_short for result in results)
+        if cut_short:
+            self.reporter.note(
+                f"{self.planned.run_id}: {cut_short} locations still waiting for replies"
+                f" {process.STOP_GRACE_S:g} s after the end were stopped"
+            )
         return start_ns, end_ns
 
     def _agent_plans(self, servers: list[str], ids: dict[str, int]) -> list[process.AgentPlan]:

@@ -20,6 +20,9 @@ from courier.lab import driver, loadgen, process_recording
 from courier.lab.supply import agents
 
 Address = tuple[str, int]
+STOP_GRACE_S = 10.0
+"""After the run's end, how long the agents may take to finish the calls in flight
+before they are cut short (well inside the runner's wait for the processes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,7 @@ class AgentResult:
     errors: int = 0
     dropped: int = 0
     last_error: str = ""
+    cut_short: int = 0  # agents cancelled at the end: their calls did not come back
 
 
 def process_main(plan: AgentPlan, control: Any) -> None:
@@ -70,11 +74,25 @@ async def run_process(plan: AgentPlan, ready: Callable[[], Awaitable[loadgen.Go]
         go = await ready()
         await asyncio.sleep(max(0.0, (go.start_ns - time.time_ns()) / 1e9))
         stop_at = time.monotonic() + (go.start_ns + int(go.duration_s * 1e9) - time.time_ns()) / 1e9
-        await asyncio.gather(*(agent.run(stop_at) for agent in running))
+        cut_short = await _run_until(running, stop_at)
     finally:
         await asyncio.gather(*(agent.client.close() for agent in running), return_exceptions=True)
         recorded.close()
-    return _sum_up(plan, running)
+    result = _sum_up(plan, running)
+    result.cut_short = cut_short
+    return result
+
+
+async def _run_until(running: list[agents.Agent], stop_at: float) -> int:
+    """Run every agent until ``stop_at`` (monotonic); one still busy STOP_GRACE_S later
+    (its calls stuck in an overloaded system) is cancelled. How many were."""
+    tasks = [asyncio.create_task(agent.run(stop_at)) for agent in running]
+    grace = max(0.0, stop_at + STOP_GRACE_S - time.monotonic())
+    _, pending = await asyncio.wait(tasks, timeout=grace)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    return len(pending)
 
 
 def _agent(

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
-from courier.lab import runner
+from courier.lab import clientpool, runner
 from courier.lab.supply import bench, search, topology
 
 Judge = Callable[[Path, str, int], search.Point]
@@ -52,6 +52,12 @@ async def run_once(
 
 
 async def _measured(experiment: bench.BenchExperiment, judge: Judge, base: int) -> search.Point:
-    run = await experiment.run(base)
+    """The run at ``base``, judged; a run whose load processes failed is invalid."""
+    run_id = experiment.next_run_id()
+    try:
+        run = await experiment.run(base)
+    except clientpool.ProcessFailed as exc:
+        experiment.reporter.note(f"{run_id} BASE {base}: invalid, the run failed: {exc}")
+        return search.Point(base, run_id, False, [f"the run failed: {exc}"])
     experiment.reporter.note(f"{run.run_id}: judging BASE {base}")
     return await asyncio.to_thread(judge, experiment.directory, run.run_id, base)

@@ -33,7 +33,6 @@ the message mix they produce.
 from __future__ import annotations
 
 import random
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,14 +164,7 @@ def plan(bench: BenchSpec, base: int, topology: str) -> Plan:
 
 
 def load(path: Path) -> BenchSpec:
-    try:
-        with Path(path).open("rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError as exc:
-        raise SpecError(f"no benchmark spec at {path}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecError(f"{path}: not valid TOML: {exc}") from exc
-    return parse(raw, default_name=Path(path).stem)
+    return parse(lab_spec.read_toml(path, "benchmark spec"), default_name=Path(path).stem)
 
 
 def parse(raw: dict[str, Any], *, default_name: str = "supply") -> BenchSpec:
