@@ -137,6 +137,7 @@ class Draft:
     ttl_ms: int | None = None
     dedup_id: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    persistent: bool = True
 
     @property
     def plain(self) -> bool:

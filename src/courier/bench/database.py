@@ -43,12 +43,13 @@ FROM generate_series($5::bigint, $6::bigint) AS i
 """
 
 MESSAGES_TABLE = """
-SELECT s.n_live_tup AS live_rows, s.n_dead_tup AS dead_rows,
-       s.autovacuum_count AS autovacuums,
-       pg_total_relation_size(s.relid) AS total_bytes
+SELECT sum(s.n_live_tup)::bigint AS live_rows, sum(s.n_dead_tup)::bigint AS dead_rows,
+       sum(s.autovacuum_count)::bigint AS autovacuums,
+       sum(pg_total_relation_size(s.relid))::bigint AS total_bytes
 FROM pg_stat_user_tables s
-WHERE s.relid = 'courier_messages'::regclass
+WHERE s.relid IN (SELECT p.relid FROM pg_partition_tree('courier_messages') p WHERE p.isleaf)
 """
+"""Both partitions of courier_messages (persistent and not) together."""
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,10 @@ COURIER = "courier"
 COURIER_DB = "courier-db"
 RABBITMQ = "rabbitmq"
 SYSTEMS = (COURIER, COURIER_DB, RABBITMQ)
+PERSISTENT = "persistent"
+NON_PERSISTENT = "non-persistent"
+MODES = (PERSISTENT, NON_PERSISTENT)
+"""Courier's delivery modes; RabbitMQ runs in its own (durable queues) either way."""
 
 CLIENT_LEVELS = (1, 16, 64, 256, 1024)
 DURATION_S = 10.0

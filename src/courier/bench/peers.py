@@ -66,6 +66,8 @@ class CourierTarget:
     batch: int = 1
     secrets: tuple[str, ...] = ()
     """Each name's secret, in order (none: the servers take open logins)."""
+    persistent: bool = True
+    """False: every message skips the database's write-ahead log."""
     ca: str | None = None
     """The CA of the servers' certificate (None: plaintext)."""
 
@@ -86,8 +88,8 @@ class CourierTarget:
             async with logging_in:
                 client = await stack.enter_async_context(opening)
             if self.batch > 1:
-                return CourierBatchPeer(client, self.queue_id, [body] * self.batch)
-            return CourierPeer(client, self.queue_id, body)
+                return CourierBatchPeer(client, self.queue_id, [body] * self.batch, self.persistent)
+            return CourierPeer(client, self.queue_id, body, self.persistent)
 
         return list(await asyncio.gather(*(connect(index) for index in clients)))
 
@@ -97,9 +99,10 @@ class CourierPeer:
     client: AsyncClient
     queue_id: int
     body: str
+    persistent: bool = True
 
     async def send(self) -> int:
-        await self.client.send(self.queue_id, self.body)
+        await self.client.send(self.queue_id, self.body, persistent=self.persistent)
         return 1
 
     async def pop(self) -> int:
@@ -113,9 +116,11 @@ class CourierBatchPeer:
     client: AsyncClient
     queue_id: int
     bodies: list[str]
+    persistent: bool = True
 
     async def send(self) -> int:
-        return len(await self.client.send_many(self.queue_id, self.bodies))
+        sent = await self.client.send_many(self.queue_id, self.bodies, persistent=self.persistent)
+        return len(sent)
 
     async def pop(self) -> int:
         return len(await self.client.pop_many(self.queue_id, len(self.bodies)))
@@ -133,6 +138,8 @@ class Courier:
     """Log in by name alone (no secrets), on servers that allow it."""
     tls: bool = False
     """Speak TLS, with a certificate from a CA made for the run."""
+    persistent: bool = True
+    """False: every message skips the database's write-ahead log."""
     name: str = defaults.COURIER
     version: str = ""
     _servers: list[str] = field(default_factory=list)
@@ -187,7 +194,7 @@ class Courier:
             yield CourierTarget(
                 tuple(self._servers), queue.id, names, self.batch,
                 secrets=tuple(kept[name] for name in names) if kept else (),
-                ca=str(self._ca) if self._ca is not None else None,
+                ca=str(self._ca) if self._ca is not None else None, persistent=self.persistent,
             )  # fmt: skip
         finally:
             await self._setup.client.delete_queue(queue.id)
@@ -202,6 +209,7 @@ class DatabaseTarget:
     queue_id: int
     client_ids: tuple[int, ...]
     batch: int = 1
+    persistent: bool = True
 
     async def open(
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
@@ -211,7 +219,14 @@ class DatabaseTarget:
         stack.push_async_callback(pool.close)
         repo = repository.Repository(pool)
         return [
-            DatabasePeer(repo, self.client_ids[index], self.queue_id, body.encode(), self.batch)
+            DatabasePeer(
+                repo,
+                self.client_ids[index],
+                self.queue_id,
+                body.encode(),
+                batch=self.batch,
+                persistent=self.persistent,
+            )
             for index in clients
         ]
 
@@ -223,12 +238,14 @@ class DatabasePeer:
     queue_id: int
     body: bytes
     batch: int = 1
+    persistent: bool = True
 
     async def send(self) -> int:
         if self.batch > 1:
-            drafts = [models.Draft(self.body)] * self.batch
+            drafts = [models.Draft(self.body, persistent=self.persistent)] * self.batch
             return len(await self.repo.send_many(self.client_id, [self.queue_id], drafts))
-        await self.repo.send(self.client_id, [self.queue_id], self.body)
+        options = repository.SendOptions(persistent=self.persistent)
+        await self.repo.send(self.client_id, [self.queue_id], self.body, options=options)
         return 1
 
     async def pop(self) -> int:
@@ -246,6 +263,7 @@ class CourierDatabase:
     dsn: str
     prefix: str
     batch: int = 1
+    persistent: bool = True
     name: str = defaults.COURIER_DB
     version: str = ""
     _repo: repository.Repository | None = None
@@ -278,6 +296,8 @@ class CourierDatabase:
             )
         queue = await self._repo.create_queue(f"{self.prefix}-{clients}")
         try:
-            yield DatabaseTarget(self.dsn, queue.id, tuple(self._ids[:clients]), self.batch)
+            yield DatabaseTarget(
+                self.dsn, queue.id, tuple(self._ids[:clients]), self.batch, self.persistent
+            )
         finally:
             await self._repo.delete_queue(queue.id)

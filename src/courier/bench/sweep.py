@@ -37,6 +37,7 @@ class Settings:
     batch: int = 1  # messages per send and per pop (1: single requests)
     open_login: bool = False  # Courier's clients log in by name alone, without secrets
     tls: bool = False  # Courier's clients and middleware speak TLS
+    modes: tuple[str, ...] = (defaults.PERSISTENT,)  # Courier's systems run once per mode
 
     @property
     def uses_database(self) -> bool:
@@ -61,6 +62,7 @@ class Settings:
             "batch": self.batch,
             "login": "open" if self.open_login else "secret",
             "tls": self.tls,
+            "modes": list(self.modes),
             "database": "given DSN" if self.dsn else "fresh embedded PostgreSQL, durable",
             "rabbitmq": rabbit.shown(self.rabbitmq) if self.rabbitmq else None,
         }
@@ -94,8 +96,13 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
         async with _database(settings) as (dsn, own):
             if dsn:
                 outcome.versions["postgresql"] = await database.server_version(dsn)
-            for name in settings.systems:
-                system = _system(name, settings, dsn, prefix, Path(work_dir))
+            for name, mode in _runs(settings):
+                persistent = mode == defaults.PERSISTENT
+                # Each mode registers clients and queues of its own: names apart.
+                named = prefix if persistent else f"{prefix}-np"
+                system = _system(name, settings, dsn, named, Path(work_dir))
+                if not persistent:
+                    _non_persistent(system)
                 await _run_system(system, settings, reporter, outcome, dsn if own else None)
     return outcome
 
@@ -107,6 +114,23 @@ async def _database(settings: Settings) -> AsyncIterator[tuple[str, bool]]:
         return
     async with database.for_run(settings.dsn, connections=settings.database_connections) as found:
         yield found
+
+
+def _runs(settings: Settings) -> list[tuple[str, str]]:
+    """(system, mode) in order: each of Courier's systems once per mode, the others once."""
+    courier = (defaults.COURIER, defaults.COURIER_DB)
+    return [
+        (name, mode)
+        for name in settings.systems
+        for mode in (settings.modes if name in courier else settings.modes[:1])
+    ]
+
+
+def _non_persistent(system: peers.System) -> None:
+    """A Courier system whose every message skips the write-ahead log, so named."""
+    if isinstance(system, peers.Courier | peers.CourierDatabase):
+        system.persistent = False
+        system.name += f"/{defaults.NON_PERSISTENT}"
 
 
 def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) -> peers.System:

@@ -2,8 +2,9 @@
 
 Each line is one message: a JSON string (the body, as text), or an object with
 ``body`` (text) or ``body_base64`` (bytes), and any of ``receiver``, ``priority``,
-``context``, ``delay``, ``ttl`` (seconds), ``dedup_id`` and ``properties`` (an
-object of strings). Blank lines are skipped.
+``context``, ``delay``, ``ttl`` (seconds), ``dedup_id``, ``properties`` (an
+object of strings) and ``persistent`` (true or false: false skips the database's
+write-ahead log). Blank lines are skipped.
 The messages go in batches of up to 1000 and 1 MiB of bodies, each batch stored all
 or none.
 """
@@ -63,7 +64,7 @@ def outgoing(data: Any) -> Outgoing:
         return Outgoing(data)
     if not isinstance(data, dict):
         raise ValueError("a line is a JSON string or object")
-    unknown = set(data) - set(FIELDS) - {"body", "body_base64", "properties"}
+    unknown = set(data) - set(FIELDS) - {"body", "body_base64", "properties", "persistent"}
     if unknown:
         raise ValueError(f"unknown field {sorted(unknown)[0]!r}")
     if ("body" in data) == ("body_base64" in data):
@@ -85,7 +86,19 @@ def outgoing(data: Any) -> Outgoing:
         else data["body"]
     )
     fields = {name: data[name] for name in FIELDS if name in data}
-    return Outgoing(body, properties=line_properties(data.get("properties")), **fields)
+    return Outgoing(
+        body,
+        properties=line_properties(data.get("properties")),
+        persistent=line_persistence(data.get("persistent")),
+        **fields,
+    )
+
+
+def line_persistence(value: Any) -> bool | None:
+    """A line's ``persistent``: true or false (absent: the command's choice)."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"persistent is true or false, not {json.dumps(value)}")
+    return value
 
 
 def line_properties(value: Any) -> dict[str, str] | None:

@@ -114,6 +114,14 @@ def bench() -> None:
     " batch, consumer prefetch of the batch).",
 )
 @click.option(
+    "--modes",
+    default=defaults.PERSISTENT,
+    show_default=True,
+    help="Courier's delivery modes, each run in turn: persistent, non-persistent (messages"
+    " skip the write-ahead log), or both, comma-separated; a non-persistent run is"
+    " named courier/non-persistent. RabbitMQ runs once.",
+)
+@click.option(
     "--login",
     type=click.Choice(["secret", "open"]),
     default="secret",
@@ -140,6 +148,7 @@ def peers(
     rabbitmq: str,
     batch: int,
     login: str,
+    modes: str,
     tls: bool,
     json: Path | None,
     plot: Path | None,
@@ -159,7 +168,7 @@ def peers(
         systems=chosen, clients=_levels(clients), duration_s=duration, warmup_s=warmup,
         processes=processes, middlewares=middlewares, pool_size=pool_size, dsn=dsn,
         rabbitmq=None if no_rabbitmq else rabbitmq, batch=batch,
-        open_login=login == "open", tls=tls,
+        open_login=login == "open", tls=tls, modes=_modes(modes),
     )  # fmt: skip
     with output.ProgressReporter(stderr) as reporter:
         outcome = _interruptible(lambda: sweep.run(settings, reporter))
@@ -598,12 +607,20 @@ def _write_json(path: Path, document: dict[str, Any]) -> None:
 
 
 def _systems(text: str) -> tuple[str, ...]:
+    return _choices(text, defaults.SYSTEMS, "--systems")
+
+
+def _modes(text: str) -> tuple[str, ...]:
+    return _choices(text, defaults.MODES, "--modes")
+
+
+def _choices(text: str, allowed: tuple[str, ...], hint: str) -> tuple[str, ...]:
+    """A comma-separated list of some of ``allowed``, in the order given, once each."""
     names = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
-    unknown = [name for name in names if name not in defaults.SYSTEMS]
+    unknown = [name for name in names if name not in allowed]
     if unknown or not names:
-        raise click.BadParameter(
-            f"choose from {', '.join(defaults.SYSTEMS)} (got {text!r})", param_hint="--systems"
-        )
+        choose = f"choose from {', '.join(allowed)} (got {text!r})"
+        raise click.BadParameter(choose, param_hint=hint)
     return names
 
 

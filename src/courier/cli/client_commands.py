@@ -303,6 +303,17 @@ def property_option(command: str) -> Callable[[options.F], options.F]:
     )
 
 
+def persistence_option(what: str) -> Callable[[options.F], options.F]:
+    """--non-persistent: the message skips the database's write-ahead log."""
+    return click.option(
+        "--non-persistent",
+        "non_persistent",
+        is_flag=True,
+        help=f"Store {what} without the database's write-ahead log: faster, but lost if"
+        " the database crashes (see docs/architecture.md, Delivery modes).",
+    )
+
+
 @click.command(cls=common.Command)
 @click.argument("queues", nargs=-1, required=True, metavar="QUEUE... [BODY]")
 @click.option(
@@ -315,7 +326,8 @@ def property_option(command: str) -> Callable[[options.F], options.F]:
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
     " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
-    " dedup_id and properties (an object of strings); sent in batches of up to 1000"
+    " dedup_id, properties (an object of strings) and persistent (true or false); sent in"
+    " batches of up to 1000"
     " messages, each batch all or none.",
 )
 @click.option("--receiver", type=int, help="Only this client id may read it.")
@@ -325,6 +337,7 @@ def property_option(command: str) -> Callable[[options.F], options.F]:
 @click.option("--ttl", type=float, help="Seconds after which an untaken message expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
 @property_option("send")
+@persistence_option("the message")
 @common.client_options
 def send(
     queues: tuple[str, ...],
@@ -337,6 +350,7 @@ def send(
     ttl: float | None,
     dedup_id: str | None,
     properties: dict[str, str],
+    non_persistent: bool,
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
     prints the message ids."""
@@ -348,13 +362,14 @@ def send(
         if dedup_id is not None:
             raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
         send_lines(refs, file, receiver=receiver, priority=priority, context=context,
-                   delay=delay, ttl=ttl, properties=properties)  # fmt: skip
+                   delay=delay, ttl=ttl, properties=properties,
+                   persistent=not non_persistent)  # fmt: skip
         return
     data = read_body(body, file)
     with common.client() as client:
         ids = client.send(
             refs, data, receiver=receiver, priority=priority, context=context, delay=delay,
-            ttl=ttl, dedup_id=dedup_id, properties=properties,
+            ttl=ttl, dedup_id=dedup_id, properties=properties, persistent=not non_persistent,
         )  # fmt: skip
     listed = ", ".join(map(str, ids))
     common.emit({"message_ids": ids}, lambda: common.say(f"sent message {listed}"))

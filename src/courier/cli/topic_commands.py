@@ -168,6 +168,7 @@ def unsubscribe(queue_name: str) -> None:
 @click.option("--ttl", type=float, help="Seconds after which an untaken copy expires.")
 @click.option("--dedup-id", help="A retry with this id stores nothing twice.")
 @client_commands.property_option("publish")
+@client_commands.persistence_option("the copies")
 @common.client_options
 def publish(
     topic_name: str,
@@ -180,6 +181,7 @@ def publish(
     ttl: float | None,
     dedup_id: str | None,
     properties: dict[str, str],
+    non_persistent: bool,
 ) -> None:
     """Publish BODY (- reads stdin), or --file, to TOPIC: one copy per subscription,
     all or none; prints the message id in each subscription's queue."""
@@ -188,6 +190,7 @@ def publish(
         copies = client.publish(
             topic_ref(topic_name), data, receiver=receiver, priority=priority, context=context,
             delay=delay, ttl=ttl, dedup_id=dedup_id, properties=properties,
+            persistent=not non_persistent,
         )  # fmt: skip
     common.emit({"copies": {str(q): m for q, m in copies.items()}}, lambda: say_published(copies))
 

@@ -102,6 +102,7 @@ class MessageFields(TypedDict):
     ttl_ms: int | None
     dedup_id: str | None
     properties: dict[str, str]
+    persistent: bool
 
 
 def message_fields(
@@ -115,19 +116,26 @@ def message_fields(
     ttl: float | None,
     dedup_id: str | None,
     properties: Mapping[str, str] | None,
+    persistent: bool = True,
 ) -> MessageFields:
     """A message's fields, each checked as ``send`` takes them (an empty dedup id is
-    BadRequest: None means none)."""
+    BadRequest: None means none; so is a dedup id on a non-persistent message)."""
     check_priority(priority)
     checked_body = body(value)
     checked_delay = delay_ms(delay, not_before)
     checked_ttl = positive_ms(ttl, "ttl")
     if dedup_id == "":
         raise errors.BadRequest("a dedup id must not be empty")
+    if dedup_id is not None and not persistent:
+        # The server refuses it too: a crash would lose the message, not its dedup id.
+        raise errors.BadRequest(
+            "a dedup id needs a persistent message (a database crash would lose the"
+            " message and keep its dedup id)"
+        )
     return MessageFields(
         body=checked_body, receiver=receiver, priority=priority, context=context,
         delay_ms=checked_delay, ttl_ms=checked_ttl, dedup_id=dedup_id,
-        properties=message_properties(properties),
+        properties=message_properties(properties), persistent=persistent,
     )  # fmt: skip
 
 

@@ -294,6 +294,7 @@ class AsyncClient(topics.TopicMethods):
         ttl: float | None = None,
         dedup_id: str | None = None,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> list[int]:
         """Put a copy of the message in each queue, all or none; the new message ids.
 
@@ -304,12 +305,16 @@ class AsyncClient(topics.TopicMethods):
         first send's ids, so a send retried after a lost reply is stored once.
         ``properties`` (text keys to text values) travel with the message to its
         reader; BadRequest beyond the limits (64 of them, keys 1 to 255 bytes, values
-        up to 4096 bytes of UTF-8).
+        up to 4096 bytes of UTF-8). ``persistent=False`` stores the copies without the
+        database's write-ahead log: faster, but lost if the database crashes (every
+        other guarantee holds while it runs; see docs/architecture.md, "Delivery
+        modes").
         """
         refs = queue_refs.as_list(queues)
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
+            persistent=persistent,
         )  # fmt: skip
 
         async def send(ids: tuple[int, ...]) -> list[int]:
@@ -416,12 +421,13 @@ class AsyncClient(topics.TopicMethods):
         not_before: datetime | None = None,
         ttl: float | None = None,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> list[list[int]]:
         """Store many messages in each queue in one request, all or none, in order;
         per message its ids (one per queue, in the order the queues are given).
 
         A message is a body (bytes, or text sent as UTF-8), which takes this call's
-        receiver, priority, context, delay, ttl and properties, or an ``Outgoing``
+        receiver, priority, context, delay, ttl, properties and persistence, or an ``Outgoing``
         with fields of its own (and a dedup id). One bad message fails the whole batch, naming its
         number, and nothing is stored. At most 1000 messages, and the server's batch
         byte limit (1 MiB of bodies by default), per call.
@@ -436,6 +442,7 @@ class AsyncClient(topics.TopicMethods):
             not_before,
             ttl,
             arguments.message_properties(properties),
+            persistent,
         )
         drafts = batches.drafts(messages, defaults)
 
@@ -590,6 +597,7 @@ class AsyncClient(topics.TopicMethods):
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> models.Message:
         """Send a request and wait up to ``timeout`` seconds for its reply.
 
@@ -601,7 +609,7 @@ class AsyncClient(topics.TopicMethods):
         context = arguments.new_context()
         sent = await self.send(
             queue, body, receiver=receiver, priority=priority, context=context,
-            properties=properties,
+            properties=properties, persistent=persistent,
         )  # fmt: skip
         message = await self._await_response(queue, context, deadline - time.monotonic())
         if message is None:
@@ -617,13 +625,14 @@ class AsyncClient(topics.TopicMethods):
         *,
         priority: int = models.DEFAULT_PRIORITY,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> int:
         """Answer a request message: to its sender, in its queue, with its context."""
         if request.context is None:
             raise errors.BadRequest(f"message {request.id} is not a request: it has no context")
         ids = await self.send(
             request.queue, body, receiver=request.sender, priority=priority,
-            context=request.context, properties=properties,
+            context=request.context, properties=properties, persistent=persistent,
         )  # fmt: skip
         return ids[0]
 

@@ -31,6 +31,7 @@ class Outgoing:
     ttl: float | None = None
     dedup_id: str | None = None
     properties: Mapping[str, str] | None = None
+    persistent: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,7 @@ class Defaults:
     not_before: datetime | None = None
     ttl: float | None = None
     properties: Mapping[str, str] | None = None
+    persistent: bool = True
 
 
 def drafts(
@@ -74,6 +76,7 @@ def drafts(
                         plain.delay_ms,
                         plain.ttl_ms,
                         properties=plain.properties,
+                        persistent=plain.persistent,
                     )
                 )
         except errors.CourierError as exc:
@@ -95,6 +98,7 @@ def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
         ttl=defaults.ttl if message.ttl is None else message.ttl,
         dedup_id=message.dedup_id,
         properties=defaults.properties if message.properties is None else message.properties,
+        persistent=defaults.persistent if message.persistent is None else message.persistent,
     ))  # fmt: skip
 
 

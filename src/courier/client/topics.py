@@ -97,18 +97,20 @@ class TopicMethods:
         ttl: float | None = None,
         dedup_id: str | None = None,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> dict[int, int]:
         """Store a copy of the message in every subscription of the topic, all or none.
 
         Returns the message id of each copy by its subscription's queue id: empty when
         the topic has no subscription (nothing is stored). The options are those of
-        ``send``, ``properties`` included (every copy carries them); a subscription
-        queue that refuses the message (full, say) fails the whole publish and no copy
-        is stored. TopicNotFound.
+        ``send``, ``properties`` and ``persistent`` included (every copy carries them);
+        a subscription queue that refuses the message (full, say) fails the whole
+        publish and no copy is stored. TopicNotFound.
         """
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
+            persistent=persistent,
         )  # fmt: skip
         request = protocol.Publish(*lookup(topic), **fields)
         reply = await self._session.call(request, protocol.PublishReply)

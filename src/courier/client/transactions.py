@@ -63,12 +63,14 @@ class Transaction:
         ttl: float | None = None,
         dedup_id: str | None = None,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> None:
         """Send at the commit (as ``AsyncClient.send``)."""
         self._check_open()
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
+            persistent=persistent,
         )  # fmt: skip
         send = protocol.Send(queue_ids=(), **fields)
         self._operations.append(len(self._sends))
@@ -87,12 +89,14 @@ class Transaction:
         ttl: float | None = None,
         dedup_id: str | None = None,
         properties: Mapping[str, str] | None = None,
+        persistent: bool = True,
     ) -> None:
         """Publish at the commit (as ``AsyncClient.publish``)."""
         self._check_open()
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
+            persistent=persistent,
         )  # fmt: skip
         self._operations.append(protocol.Publish(*topics.lookup(topic), **fields))
 

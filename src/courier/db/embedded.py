@@ -161,15 +161,20 @@ class EmbeddedPostgres:
             _run_async(self._ensure_database())
         return self.dsn
 
-    def stop(self, timeout: float = 60.0) -> None:
-        """Fast shutdown (sessions are ended, data is safe); a no-op when not running."""
+    def stop(self, timeout: float = 60.0, *, immediate: bool = False) -> None:
+        """Fast shutdown (sessions are ended, data is safe); a no-op when not running.
+
+        ``immediate`` stops as a crash would: no checkpoint, and the next start
+        recovers from the write-ahead log, emptying unlogged tables (non-persistent
+        messages)."""
         current = self.status()
         if current.state is not State.RUNNING or current.pid is None:
             return
-        # SIGINT is PostgreSQL's fast shutdown (what `pg_ctl stop -m fast` sends);
-        # signalling directly needs no access to the data dir.
+        # SIGINT is PostgreSQL's fast shutdown (what `pg_ctl stop -m fast` sends),
+        # SIGQUIT its immediate one (`-m immediate`); signalling directly needs no
+        # access to the data dir.
         postmaster = psutil.Process(current.pid)
-        postmaster.send_signal(signal.SIGINT)
+        postmaster.send_signal(signal.SIGQUIT if immediate else signal.SIGINT)
         try:
             postmaster.wait(timeout)
         except psutil.TimeoutExpired as exc:

@@ -52,13 +52,15 @@ class Timing:
 @dataclass(frozen=True, slots=True)
 class SendOptions:
     """What a send may ask beyond storing: stay invisible for ``delay_ms``, expire
-    after ``ttl_ms`` untaken, store nothing again for a retry with ``dedup_id``, and
-    carry ``properties`` (text keys to text values)."""
+    after ``ttl_ms`` untaken, store nothing again for a retry with ``dedup_id``,
+    carry ``properties`` (text keys to text values), and, with ``persistent`` False,
+    skip the write-ahead log (stored unlogged: lost if the database crashes)."""
 
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    persistent: bool = True
 
     @property
     def plain(self) -> bool:
@@ -390,10 +392,10 @@ class Repository:
         self._check_message(body, priority)
         check_properties(options.properties)
         row = await self._call(
-            "courier_publish_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+            "courier_publish_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             sender_id, *_id_or_name(topic), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms, _json(options.properties),
+            self._dedup_window_ms, _json(options.properties), options.persistent,
             timing=timing,
         )  # fmt: skip
         return list(zip(row["queue_ids"], row["message_ids"], strict=True))
@@ -416,8 +418,8 @@ class Repository:
                 except errors.CourierError as exc:
                     raise errors.in_transaction(number, exc) from None
         rows = await self._call_many(
-            "courier_commit_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
-            " $14, $15, $16, $17)",
+            "courier_commit_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14, $15, $16, $17, $18)",
             client_id, *transactions.arguments(operations), self.limits.max_body_bytes,
             self._dedup_window_ms,
             timing=timing,
@@ -444,10 +446,10 @@ class Repository:
         self._check_message(body, priority)
         check_properties(options.properties)
         row = await self._call(
-            "courier_send_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "courier_send_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             sender_id, list(queue_ids), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms, _json(options.properties),
+            self._dedup_window_ms, _json(options.properties), options.persistent,
             timing=timing,
         )  # fmt: skip
         return list(row["message_ids"])
@@ -526,9 +528,13 @@ class Repository:
         ]  # fmt: skip
         send_groups = [_send_group(n, op) for n, op in numbered if isinstance(op, SendManyRequest)]
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
-        function = "courier_exchange_v2"  # acks and plain sends keep the leaner one
-        if option_sends or send_groups or pop_groups or pops or reads:
-            function = "courier_exchange_v5"  # messages read come with their properties
+        persistence = [send.options.persistent for _, send in sends]
+        # Acks and persistent plain sends keep the leaner one.
+        function = "courier_exchange_v2"
+        if option_sends or send_groups or pop_groups or pops or reads or not all(persistence):
+            # Messages read come with their properties; sends say whether they persist.
+            function = "courier_exchange_v6"
+            arguments.insert(6, persistence)  # p_persistent follows p_contexts
             arguments += [[_option_send(n, send) for n, send in option_sends],
                           self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
         placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
@@ -570,7 +576,7 @@ class Repository:
         which names the draft's number; nothing is stored then."""
         self._check_drafts(drafts)
         rows = await self._call_many(
-            "courier_send_many_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "courier_send_many_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             sender_id, list(queue_ids), *_draft_columns(drafts), self.limits.max_body_bytes,
             self._dedup_window_ms,
             timing=timing,
@@ -957,15 +963,15 @@ def _dedup_lock_order(numbered: tuple[int, SendRequest]) -> tuple[int, str]:
 
 
 def _option_send(n: int, send: SendRequest) -> tuple[Any, ...]:
-    """A courier_option_send_v2 value."""
+    """A courier_option_send_v3 value."""
     options = send.options
     return (n, send.sender_id, list(send.queue_ids), send.body, send.receiver, send.priority,
             send.context, options.delay_ms, options.ttl_ms, options.dedup_id,
-            _json(options.properties))  # fmt: skip
+            _json(options.properties), options.persistent)  # fmt: skip
 
 
 def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
-    """A batch's drafts as the columns courier_send_many_v2 takes."""
+    """A batch's drafts as the columns courier_send_many_v3 takes."""
     return (
         [draft.body for draft in drafts],
         [draft.receiver for draft in drafts],
@@ -975,11 +981,12 @@ def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
         [draft.ttl_ms for draft in drafts],
         [draft.dedup_id for draft in drafts],
         [_json(draft.properties) for draft in drafts],
+        [draft.persistent for draft in drafts],
     )
 
 
 def _send_group(n: int, send: SendManyRequest) -> tuple[Any, ...]:
-    """A courier_send_group_v2 value."""
+    """A courier_send_group_v3 value."""
     return (n, send.sender_id, list(send.queue_ids), *_draft_columns(send.drafts))
 
 

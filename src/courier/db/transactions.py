@@ -1,4 +1,4 @@
-"""A transaction's operations as ``courier_commit_v2`` takes them: one array per field.
+"""A transaction's operations as ``courier_commit_v3`` takes them: one array per field.
 
 The stored function applies them in order, all or none; ``arguments`` lays a list
 of operations out as its parallel arrays (a send's queues flattened, with a count
@@ -26,6 +26,7 @@ class SendOperation:
     ttl_ms: int | None = None
     dedup_id: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    persistent: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class PublishOperation:
     ttl_ms: int | None = None
     dedup_id: str | None = None
     properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    persistent: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +53,12 @@ Operation: TypeAlias = SendOperation | PublishOperation | AckOperation
 COLUMNS = (
     "kinds", "queue_counts", "topic_ids", "topic_names", "bodies", "receivers",
     "priorities", "contexts", "delays", "ttls", "dedup_ids", "deliveries", "properties",
+    "persistent",
 )  # fmt: skip
 
 
 def arguments(operations: Sequence[Operation]) -> tuple[list[Any], ...]:
-    """The arrays of courier_commit_v2, from p_kinds to p_properties, in its order
+    """The arrays of courier_commit_v3, from p_kinds to p_persistent, in its order
     (p_queue_ids, the flattened queues, comes third)."""
     columns: dict[str, list[Any]] = {name: [] for name in COLUMNS}
     queue_ids: list[int] = []
@@ -77,6 +80,7 @@ def _row(operation: Operation) -> dict[str, Any]:
         "priorities": operation.priority, "contexts": operation.context,
         "delays": operation.delay_ms, "ttls": operation.ttl_ms, "dedup_ids": operation.dedup_id,
         "properties": json.dumps(dict(operation.properties)) if operation.properties else None,
+        "persistent": operation.persistent,
     }  # fmt: skip
     if isinstance(operation, SendOperation):
         return {**fields, "kinds": "send", "queue_counts": len(operation.queue_ids)}

@@ -134,6 +134,7 @@ def write_publish(writer: wire.Writer, publish: frames.Publish) -> None:
     writer.optional_u32(publish.ttl_ms, "ttl_ms")
     writer.optional_name(publish.dedup_id, "dedup_id")
     writer.properties(publish.properties, "properties")  # added at the end, as for SEND
+    writer.boolean(publish.persistent, "persistent")
 
 
 def write_lookup(writer: wire.Writer, key: int | None, name: str | None, field: str) -> None:
@@ -234,6 +235,7 @@ def write_send(writer: wire.Writer, send: frames.Send) -> None:
     writer.optional_u32(send.ttl_ms, "ttl_ms")
     writer.optional_name(send.dedup_id, "dedup_id")
     writer.properties(send.properties, "properties")
+    writer.boolean(send.persistent, "persistent")
 
 
 def write_queue_ids(writer: wire.Writer, queue_ids: tuple[int, ...]) -> None:
@@ -260,6 +262,7 @@ def write_send_many(writer: wire.Writer, send: frames.SendMany) -> None:
         writer.optional_name(draft.dedup_id, "dedup_id")
         writer.blob(draft.body, "body")
         writer.properties(draft.properties, "properties")
+        writer.boolean(draft.persistent, "persistent")
 
 
 def write_receive_many(writer: wire.Writer, receive: frames.ReceiveMany) -> None:
@@ -383,6 +386,7 @@ def read_send(reader: wire.Reader) -> frames.Send:
         ttl_ms=reader.optional_u32("ttl_ms"),
         dedup_id=reader.optional_name("dedup_id"),
         properties=reader.properties("properties"),
+        persistent=reader.boolean("persistent"),
     )
 
 
@@ -455,6 +459,7 @@ def read_draft(reader: wire.Reader) -> models.Draft:
         dedup_id=reader.optional_name("dedup_id"),
         body=reader.blob("body"),
         properties=reader.properties("properties"),
+        persistent=reader.boolean("persistent"),
     )
 
 
@@ -527,6 +532,7 @@ def read_publish(reader: wire.Reader) -> frames.Publish:
         ttl_ms=reader.optional_u32("ttl_ms"),
         dedup_id=reader.optional_name("dedup_id"),
         properties=reader.properties("properties"),
+        persistent=reader.boolean("persistent"),
     )
 
 

@@ -16,6 +16,7 @@ from typing import Protocol
 
 from courier import errors, models
 from courier.db import repository, transactions
+from courier.protocol import frames
 
 Timing = repository.Timing
 SendOptions = repository.SendOptions
@@ -275,3 +276,10 @@ class InstanceStore(Protocol):
 def is_outage(exc: BaseException) -> bool:
     """Whether a failure means the database is out of reach rather than a bug."""
     return isinstance(exc, errors.Unavailable)
+
+
+def send_options(request: frames.Send | frames.Publish) -> SendOptions:
+    """What a SEND or PUBLISH asks beyond storing its message."""
+    return SendOptions(
+        request.delay_ms, request.ttl_ms, request.dedup_id, request.properties, request.persistent
+    )

@@ -4,7 +4,7 @@ The client buffers a transaction's sends, publishes and acks and sends them in o
 COMMIT, so nothing of it is visible before, and a transaction whose connection is
 lost never arrives. Here it is refused, before any database work, when it is too
 old, holds too many operations or too many bytes, or one body is too large; then
-``courier_commit_v2`` applies it all or none, properties included.
+``courier_commit_v3`` applies it all or none, properties and persistence included.
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def operation_for(operation: Operation) -> transactions.Operation:
             return transactions.SendOperation(
                 operation.queue_ids, operation.body, operation.receiver, operation.priority,
                 operation.context, operation.delay_ms, operation.ttl_ms, operation.dedup_id,
-                operation.properties,
+                operation.properties, operation.persistent,
             )  # fmt: skip
         case frames.Publish():
             topic = operation.topic_id if operation.topic_id is not None else operation.topic_name
@@ -100,5 +100,5 @@ def operation_for(operation: Operation) -> transactions.Operation:
             return transactions.PublishOperation(
                 topic, operation.body, operation.receiver, operation.priority,
                 operation.context, operation.delay_ms, operation.ttl_ms, operation.dedup_id,
-                operation.properties,
+                operation.properties, operation.persistent,
             )  # fmt: skip

@@ -250,9 +250,7 @@ async def send(ctx: Context, request: frames.Send) -> frames.MessageIdsReply:
         receiver=request.receiver,
         priority=request.priority,
         context=request.context,
-        options=backend.SendOptions(
-            request.delay_ms, request.ttl_ms, request.dedup_id, request.properties
-        ),
+        options=backend.send_options(request),
         timing=ctx.timing,
     )
     ctx.services.due_in(request.delay_ms)

@@ -21,3 +21,14 @@ async def reader(repo: repository.Repository) -> models.ClientInfo:
 @pytest.fixture
 async def queue(repo: repository.Repository) -> models.Queue:
     return await repo.create_queue("jobs")
+
+
+@pytest.fixture
+async def instance(repo: repository.Repository) -> int:
+    """A registered middleware instance, for leases."""
+    return (await repo.register_instance("127.0.0.1:1")).id
+
+
+@pytest.fixture
+async def dead_letters(repo: repository.Repository) -> models.Queue:
+    return await repo.create_queue("dead")

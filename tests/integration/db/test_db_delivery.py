@@ -7,28 +7,12 @@ import asyncio
 
 import asyncpg
 import pytest
+from db_helpers import LONG, lease
 
 from courier import config, errors, models
 from courier.db import repository
 
-LONG = 30_000  # ms: a lease that does not run out during a test
 SHORT = 100  # ms: one that does, after a short sleep
-
-
-@pytest.fixture
-async def instance(repo: repository.Repository) -> int:
-    return (await repo.register_instance("127.0.0.1:1")).id
-
-
-@pytest.fixture
-async def dead_letters(repo: repository.Repository) -> models.Queue:
-    return await repo.create_queue("dead")
-
-
-async def lease(
-    repo: repository.Repository, reader: int, queue: int, instance: int, ms: int = LONG
-) -> models.Message:
-    return await repo.read(reader, queue_id=queue, pop=True, lease=repository.Lease(ms, instance))
 
 
 async def held_count(pool: asyncpg.Pool) -> int:

@@ -9,32 +9,16 @@ import asyncio
 
 import asyncpg
 import pytest
+from db_helpers import LONG, lease
 
 from courier import errors, models
 from courier.db import batching, repository, transactions
 
-LONG = 30_000  # ms: a lease that does not run out during a test
 TRACE = {"trace": "t-1", "lang": "fr"}
-
-
-@pytest.fixture
-async def instance(repo: repository.Repository) -> int:
-    return (await repo.register_instance("127.0.0.1:1")).id
-
-
-@pytest.fixture
-async def dead_letters(repo: repository.Repository) -> models.Queue:
-    return await repo.create_queue("dead")
 
 
 def with_properties(properties: dict[str, str], **options: object) -> repository.SendOptions:
     return repository.SendOptions(properties=properties, **options)  # type: ignore[arg-type]
-
-
-async def lease(
-    repo: repository.Repository, reader: int, queue: int, instance: int
-) -> models.Message:
-    return await repo.read(reader, queue_id=queue, pop=True, lease=repository.Lease(LONG, instance))
 
 
 async def stored_count(pool: asyncpg.Pool) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from courier.bench import rabbit
+from courier.bench import defaults, rabbit, sweep
 from courier.cli import main
 
 
@@ -24,6 +24,8 @@ def test_bench_is_a_courier_command() -> None:
     ("args", "complaint"),
     [
         (("--systems", "courier,kafka"), "choose from courier, courier-db, rabbitmq"),
+        (("--modes", "persistent,fast"), "choose from persistent, non-persistent"),
+        (("--modes", ","), "choose from persistent, non-persistent"),
         (("--clients", "1,many"), "expected numbers"),
         (("--clients", "0,4"), "each at least 1"),
         (("--duration", "0"), "must be positive"),
@@ -102,3 +104,14 @@ def test_the_long_benchmarks_read_their_options_from_the_environment(
 def test_passwords_stay_out_of_what_is_shown() -> None:
     assert rabbit.shown("amqp://guest:secret@host:5672/vh") == "amqp://guest:***@host:5672/vh"
     assert rabbit.shown("amqp://host:5672/") == "amqp://host:5672/"
+
+
+def test_each_of_courier_s_systems_runs_once_per_mode_and_the_others_once() -> None:
+    settings = sweep.Settings(
+        systems=("courier", "rabbitmq", "courier-db"), modes=defaults.MODES, rabbitmq="amqp://x"
+    )
+    assert sweep._runs(settings) == [
+        ("courier", "persistent"), ("courier", "non-persistent"),
+        ("rabbitmq", "persistent"),
+        ("courier-db", "persistent"), ("courier-db", "non-persistent"),
+    ]  # fmt: skip

@@ -89,6 +89,7 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         ttl_ms=optional_u32s,
         dedup_id=optional_names,
         properties=property_maps,
+        persistent=st.booleans(),
     ),
     st.builds(
         protocol.Read,
@@ -124,6 +125,7 @@ publishes = st.builds(
     delay_ms=u32s,
     ttl_ms=optional_u32s,
     dedup_id=optional_names,
+    persistent=st.booleans(),
 ) | st.builds(
     protocol.Publish,
     topic_id=ids,
@@ -140,6 +142,7 @@ sends = st.builds(
     receiver=optional_ids,
     priority=u8s,
     context=st.none() | i64s,
+    persistent=st.booleans(),
 )
 topic_requests: st.SearchStrategy[protocol.Request] = st.one_of(
     st.builds(protocol.CreateTopic, name=names),

@@ -227,6 +227,8 @@ def test_a_count_larger_than_the_body_is_malformed() -> None:
 
 SEND = protocol.Send((1,), b"x", None, 5, None, delay_ms=1, ttl_ms=2, dedup_id="abc")
 SEND_PROPERTIES = protocol.Send((1,), b"x", None, 5, None, properties={"k": "vv"})
+PUBLISH = protocol.Publish(3, None, b"x", None, 5, None, persistent=False)
+SEND_MANY = protocol.SendMany((1,), (models.Draft(b"x", persistent=False),))
 NACK = protocol.Nack(delivery_id=1, delay_ms=2, reason="why")
 SETTINGS = protocol.QueueSettingsReply(models.QueueSettings(1, 3, 2, dead_letter_expired=True))
 LEASED = protocol.MessageReply(
@@ -240,15 +242,18 @@ LEASED_PROPERTIES = protocol.MessageReply(
 @pytest.mark.parametrize(
     ("message", "opcode", "cut", "field"),
     [
-        (SEND, None, 2, "len(properties)"),
-        (SEND, None, 3, "dedup_id"),
-        (SEND, None, 7, "len(dedup_id)"),
-        (SEND, None, 8, "ttl_ms"),
-        (SEND, None, 12, "delay_ms"),
-        (SEND_PROPERTIES, None, 1, "properties['k']"),
-        (SEND_PROPERTIES, None, 3, "len(properties['k'])"),
-        (SEND_PROPERTIES, None, 5, "properties key"),
-        (SEND_PROPERTIES, None, 6, "len(properties key)"),
+        (SEND, None, 1, "persistent"),
+        (SEND, None, 3, "len(properties)"),
+        (SEND, None, 4, "dedup_id"),
+        (SEND, None, 8, "len(dedup_id)"),
+        (SEND, None, 9, "ttl_ms"),
+        (SEND, None, 13, "delay_ms"),
+        (SEND_PROPERTIES, None, 2, "properties['k']"),
+        (SEND_PROPERTIES, None, 4, "len(properties['k'])"),
+        (SEND_PROPERTIES, None, 6, "properties key"),
+        (SEND_PROPERTIES, None, 7, "len(properties key)"),
+        (PUBLISH, None, 1, "persistent"),
+        (SEND_MANY, None, 1, "persistent"),
         (protocol.Read(None, None, models.Order.TIME, True, 5), None, 1, "lease_ms"),
         (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 4, "lease_ms"),
         (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 5, "timeout_ms"),
@@ -296,6 +301,19 @@ def test_a_send_in_the_old_layout_is_malformed_not_misread() -> None:
     old = b"\x00\x01" + struct.pack(">q", 7) + bytes(8) + b"\x05\x00" + b"\x00\x00\x00\x02hi"
     with pytest.raises(protocol.MalformedBody, match="ends inside delay_ms"):
         parse_one(frame(old, protocol.Opcode.SEND))
+
+
+def test_a_send_of_revision_2_without_persistence_is_malformed_not_misread() -> None:
+    """Revision 2 ended a SEND with its properties; revision 3 adds ``persistent``."""
+    body = protocol.encode(1, protocol.Send((7,), b"hi", None, 5, None))[12:-1]
+    with pytest.raises(protocol.MalformedBody, match="ends inside persistent"):
+        parse_one(frame(body, protocol.Opcode.SEND))
+
+
+def test_a_persistence_flag_other_than_0_or_1_is_malformed() -> None:
+    body = protocol.encode(1, protocol.Send((7,), b"hi", None, 5, None))[12:-1] + b"\x02"
+    with pytest.raises(protocol.MalformedBody, match="persistent is 2"):
+        parse_one(frame(body, protocol.Opcode.SEND))
 
 
 def test_a_timestamp_beyond_datetime_is_malformed() -> None:
@@ -403,7 +421,7 @@ def test_naive_timestamps_cannot_be_encoded() -> None:
 def send_with(properties: bytes) -> bytes:
     """A SEND whose properties are written by hand, past the encoder's checks."""
     encoded = protocol.encode(1, protocol.Send((1,), b"x", None, 5, None))
-    body = encoded[constants.HEADER_SIZE : -2] + properties
+    body = encoded[constants.HEADER_SIZE : -3] + properties + b"\x01"  # then persistent
     header = constants.HEADER.pack(1, protocol.Opcode.SEND, 0, 1, len(body))
     return header + body
 

@@ -102,7 +102,8 @@ def test_bodies_are_bytes_and_round_trip_exactly(body: bytes) -> None:
 def test_absent_optionals_travel_as_zero_and_come_back_as_none() -> None:
     send = protocol.Send(queue_ids=(1,), body=b"x", receiver=None, priority=5, context=None)
     data = protocol.encode(1, send)
-    assert data.endswith(bytes(4 + 4 + 2))  # delay_ms 0, ttl_ms none, dedup_id none
+    # delay_ms 0, ttl_ms none, dedup_id none, no properties, then persistent (1)
+    assert data.endswith(bytes(4 + 4 + 2 + 2) + b"\x01")
     assert round_trip(send) == send
     nack = protocol.Nack(delivery_id=3)
     assert protocol.encode(1, nack).endswith(bytes(4 + 2))
@@ -132,8 +133,8 @@ def test_codec_does_not_range_check_priority() -> None:
 
 def test_a_body_at_the_default_frame_limit_passes() -> None:
     # queue count, one queue id, receiver, priority, context, body length, delay, ttl, dedup,
-    # properties
-    overhead = 2 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 2 + 2
+    # properties, persistent
+    overhead = 2 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 2 + 2 + 1
     body = b"a" * (constants.MAX_FRAME_BYTES - constants.HEADER_SIZE - overhead)
     send = protocol.Send(queue_ids=(1,), body=body, receiver=None, priority=5, context=None)
     data = protocol.encode(1, send)

@@ -5,12 +5,13 @@
 WITH capped AS (
     SELECT count(*) AS n FROM (SELECT 1 FROM courier_messages LIMIT $1 + 1) AS firsts
 ), estimate AS (
-    SELECT CASE WHEN c.relpages > 0
+    -- Summed over both partitions of the table (persistent and not).
+    SELECT coalesce(sum(CASE WHEN c.relpages > 0
                 THEN (c.reltuples / c.relpages
                       * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))::bigint
-                ELSE 0 END AS n
+                ELSE 0 END), 0)::bigint AS n
     FROM pg_class c
-    WHERE c.oid = 'courier_messages'::regclass
+    WHERE c.oid IN (SELECT p.relid FROM pg_partition_tree('courier_messages') p WHERE p.isleaf)
 )
 SELECT
     (SELECT count(*) FROM courier_clients) AS clients_total,

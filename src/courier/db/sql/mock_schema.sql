@@ -866,3 +866,125 @@ CREATE FUNCTION courier_queue_acl_v1(
     p_actor_id bigint, p_queue_id bigint,
     OUT queue_id bigint, OUT senders bigint[], OUT readers bigint[], OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT p_queue_id, NULL::bigint[], NULL::bigint[], 0::bigint $$;
+
+-- == Delivery modes (migration 0018) ================================================
+
+CREATE TYPE courier_option_send_v3 AS (
+    request integer, sender_id bigint, queue_ids bigint[], body bytea, receiver_id bigint,
+    priority integer, context bigint, delay_ms integer, ttl_ms integer, dedup_id text,
+    properties jsonb, persistent boolean);
+
+CREATE TYPE courier_send_group_v3 AS (
+    request integer, sender_id bigint, queue_ids bigint[], bodies bytea[],
+    receivers bigint[], priorities integer[], contexts bigint[], delays integer[],
+    ttls integer[], dedup_ids text[], properties jsonb[], persistent boolean[]);
+
+CREATE FUNCTION courier_send_v4(
+    p_sender_id bigint, p_queue_ids bigint[], p_body bytea, p_receiver_id bigint,
+    p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    p_properties jsonb, p_persistent boolean, OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT ARRAY(SELECT generate_series(1, coalesce(cardinality(p_queue_ids), 0)))::bigint[],
+           0::bigint
+$$;
+
+CREATE FUNCTION courier_send_batch_v3(
+    p_senders bigint[], p_bodies bytea[], p_receivers bigint[], p_priorities integer[],
+    p_contexts bigint[], p_persistent boolean[], p_copy_requests integer[],
+    p_copy_queues bigint[], p_max_body_bytes integer)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[],
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_send_batch_v2(p_senders, p_bodies, p_receivers, p_priorities,
+                                        p_contexts, p_copy_requests, p_copy_queues,
+                                        p_max_body_bytes)
+$$;
+
+CREATE FUNCTION courier_send_each_v2(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_properties jsonb[], p_persistent boolean[],
+    p_max_body_bytes integer, p_dedup_window_ms integer, p_started timestamptz)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_send_each_v1(p_sender_id, p_queue_ids, p_bodies, p_receivers,
+                                       p_priorities, p_contexts, p_delays, p_ttls, p_dedup_ids,
+                                       p_properties, p_max_body_bytes, p_dedup_window_ms,
+                                       p_started)
+$$;
+
+CREATE FUNCTION courier_send_many_v3(
+    p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_properties jsonb[], p_persistent boolean[],
+    p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_send_many_v2(p_sender_id, p_queue_ids, p_bodies, p_receivers,
+                                       p_priorities, p_contexts, p_delays, p_ttls, p_dedup_ids,
+                                       p_properties, p_max_body_bytes, p_dedup_window_ms)
+$$;
+
+CREATE FUNCTION courier_publish_v3(
+    p_sender_id bigint, p_topic_id bigint, p_topic_name text, p_body bytea,
+    p_receiver_id bigint, p_priority integer, p_context bigint, p_max_body_bytes integer,
+    p_delay_ms integer, p_ttl_ms integer, p_dedup_id text, p_dedup_window_ms integer,
+    p_properties jsonb, p_persistent boolean,
+    OUT topic_id bigint, OUT queue_ids bigint[], OUT message_ids bigint[], OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_publish_v2(p_sender_id, p_topic_id, p_topic_name, p_body,
+                                     p_receiver_id, p_priority, p_context, p_max_body_bytes,
+                                     p_delay_ms, p_ttl_ms, p_dedup_id, p_dedup_window_ms,
+                                     p_properties)
+$$;
+
+CREATE FUNCTION courier_commit_v3(
+    p_client_id bigint, p_kinds text[], p_queue_counts integer[], p_queue_ids bigint[],
+    p_topic_ids bigint[], p_topic_names text[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
+    p_dedup_ids text[], p_deliveries bigint[], p_properties jsonb[], p_persistent boolean[],
+    p_max_body_bytes integer, p_dedup_window_ms integer)
+RETURNS TABLE (operation integer, message_ids bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_commit_v2(p_client_id, p_kinds, p_queue_counts, p_queue_ids,
+                                    p_topic_ids, p_topic_names, p_bodies, p_receivers,
+                                    p_priorities, p_contexts, p_delays, p_ttls, p_dedup_ids,
+                                    p_deliveries, p_properties, p_max_body_bytes,
+                                    p_dedup_window_ms)
+$$;
+
+CREATE FUNCTION courier_exchange_v6(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_persistent boolean[], p_copy_sends integer[],
+    p_copy_queues bigint[], p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v3[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v3[], p_pop_groups courier_pop_group_v1[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_exchange_v5(
+        p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+        p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests, p_pop_queues,
+        p_pop_orders, p_pop_readers, p_read_requests, p_read_readers, p_read_queues,
+        p_read_senders, p_read_orders, p_read_pops, p_read_leases, p_read_instances,
+        p_ack_requests, p_ack_holders, p_ack_deliveries,
+        ARRAY(SELECT (o.request, o.sender_id, o.queue_ids, o.body, o.receiver_id, o.priority,
+                      o.context, o.delay_ms, o.ttl_ms, o.dedup_id,
+                      o.properties)::courier_option_send_v2
+              FROM unnest(p_option_sends) o),
+        p_dedup_window_ms,
+        ARRAY(SELECT (g.request, g.sender_id, g.queue_ids, g.bodies, g.receivers, g.priorities,
+                      g.contexts, g.delays, g.ttls, g.dedup_ids,
+                      g.properties)::courier_send_group_v2
+              FROM unnest(p_send_groups) g),
+        p_pop_groups)
+$$;

@@ -11,6 +11,7 @@ BEGIN
         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p')
           AND c.relname LIKE 'courier\_%'
+          AND NOT c.relispartition  -- a partition goes with its table
     LOOP
         EXECUTE format('DROP TABLE IF EXISTS %s CASCADE', r.name);
     END LOOP;
