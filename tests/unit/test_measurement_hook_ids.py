@@ -58,3 +58,14 @@ def test_batch_replies_carry_every_id() -> None:
         (20, 21, 22, 23, 24, 25),
         (1, 2, 1, 2, 1, 2),
     )
+
+
+def test_a_commit_carries_the_ids_its_sends_and_publishes_stored_in_order() -> None:
+    send = protocol.Send((4, 2), b"x", None, 5, None)
+    publish = protocol.Publish(None, "news", b"x", None, 5, None)
+    commit = protocol.Commit(3, (protocol.Ack(99), send, publish))
+    reply = protocol.CommitReply(((), (10, 11), (12, 13, 14)))
+    assert measurement_hook.message_ids(commit, reply) == (
+        (10, 11, 12, 13, 14),
+        (4, 2, 0, 0, 0),  # a publish's reply does not name its copies' queues
+    )

@@ -31,8 +31,9 @@ from courier.analysis import histograms as histograms_
 from courier.analysis import stats, transforms, trimming
 from courier.protocol import names
 
-STORES = ("send", "send_many")
-"""Operations whose ids are messages they stored; other operations' ids were read."""
+STORES = ("send", "send_many", "publish", "commit")
+"""Operations whose ids are messages they stored (a commit: those of its sends and
+publishes); other operations' ids were read."""
 LOOKS = ("peek",)
 """Reads that leave the message in its queue: not deliveries."""
 
@@ -101,9 +102,11 @@ def messages(message_events: DataFrame) -> DataFrame:
     stored, taken = sf.col("stored"), ~sf.col("stored")
     at = sf.col("at_ns")
     grouped = message_events.groupBy("run_id", "message_id").agg(
-        sf.coalesce(sf.max(sf.when(stored, sf.col("queue_id"))), sf.max("queue_id")).alias(
-            "queue_id"
-        ),
+        # A commit's publish does not know its copies' queues (0): the read does.
+        sf.coalesce(
+            sf.max(sf.when(stored & (sf.col("queue_id") > 0), sf.col("queue_id"))),
+            sf.max("queue_id"),
+        ).alias("queue_id"),
         sf.min_by("op", sf.when(stored, at)).alias("send_op"),
         sf.min_by("op", sf.when(taken, at)).alias("receive_op"),
         sf.min(sf.when(stored, at)).alias("sent_ns"),

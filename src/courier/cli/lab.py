@@ -57,7 +57,7 @@ def run(spec_path: Path, out: Path, dsn: str | None, servers: str | None, overwr
         overwrite=overwrite,
     )
     reporter = RichReporter(experiment.name, len(experiment.expand()))
-    signal.signal(signal.SIGTERM, _interrupt)  # a kill tears down like Ctrl-C does
+    signal.signal(signal.SIGTERM, interrupt)  # a kill tears down like Ctrl-C does
     try:
         with reporter:
             directory = uvloop.run(runner.run_experiment(experiment, options, reporter))
@@ -69,7 +69,7 @@ def run(spec_path: Path, out: Path, dsn: str | None, servers: str | None, overwr
     console.print(f"[green]done:[/] {directory}")
 
 
-def _interrupt(signum: int, frame: object) -> None:
+def interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
@@ -233,3 +233,8 @@ def _addresses(text: str) -> list[str]:
         return [f"{host}:{port}" for host, port in config.parse_servers(text)]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--servers") from exc
+
+
+from courier.cli import lab_bench  # noqa: E402  (adds `bench` and `scale` to `lab`)
+
+__all__ = ["lab", "lab_bench"]

@@ -13,10 +13,12 @@ decode); then ``bytes_received`` and
 ``deserialize_ns`` are 0 and ``response_ns`` runs until the call gave up.
 
 ``message_ids`` holds the ids of the messages the call stored (a send: one per
-queue) or read (a read, receive or awaited response; a batch request: every
-message), and ``queue_ids`` the queue of each; both are empty for every other call
-and for a call that failed. A READ is recorded as ``pop`` or ``peek``, so that the
-analysis can tell the read that took a message from one that only looked at it.
+queue; a publish: one per subscription; a commit: those of its sends and
+publishes, in order, a publish's with queue 0) or read (a read, receive or awaited
+response; a batch request: every message), and ``queue_ids`` the queue of each;
+both are empty for every other call and for a call that failed. A READ is recorded
+as ``pop`` or ``peek``, so that the analysis can tell the read that took a message
+from one that only looked at it.
 """
 
 from __future__ import annotations
@@ -92,7 +94,23 @@ def message_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, 
         return reply.ids, request.queue_ids
     if isinstance(reply, protocol.PublishReply):
         return reply.message_ids, reply.queue_ids
+    if isinstance(reply, protocol.CommitReply) and isinstance(request, protocol.Commit):
+        return commit_ids(request, reply)
     return _batch_ids(request, reply)
+
+
+def commit_ids(request: protocol.Commit, reply: protocol.CommitReply) -> tuple[Ids, Ids]:
+    """The ids a commit stored, operation by operation: a send's in the order of its
+    queues; a publish's copies with queue 0, as its reply does not name their queues."""
+    ids: list[int] = []
+    queues: list[int] = []
+    for operation, stored in zip(request.operations, reply.results, strict=True):
+        ids.extend(stored)
+        if isinstance(operation, protocol.Send):
+            queues.extend(operation.queue_ids)
+        else:
+            queues.extend([0] * len(stored))
+    return tuple(ids), tuple(queues)
 
 
 def _batch_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, Ids]:

@@ -9,14 +9,27 @@ client record.
 from __future__ import annotations
 
 import asyncio
+import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from courier import errors
-from courier.lab import workloads
 
 MAX_OPEN_IN_FLIGHT = 256
 """Open loop: iterations one client may have running; arrivals beyond it are dropped."""
+
+
+class Paced(Protocol):
+    """What the drivers need of a client's context: its random source."""
+
+    rng: random.Random
+
+
+ContextT = TypeVar("ContextT", bound=Paced)
+Step = Callable[[ContextT], Awaitable[None]]
+"""One iteration of a client: a workload behaviour, or a benchmark handler or driver."""
 
 
 @dataclass(slots=True)
@@ -38,9 +51,7 @@ class Pacing:
     rate: float = 0.0  # > 0: open loop with this many arrivals per second
 
 
-async def drive(
-    ctx: workloads.Context, iteration: workloads.Iteration, pacing: Pacing, tally: Tally
-) -> None:
+async def drive(ctx: ContextT, iteration: Step[ContextT], pacing: Pacing, tally: Tally) -> None:
     if pacing.rate > 0:
         await _open_loop(ctx, iteration, pacing, tally)
     else:
@@ -54,7 +65,7 @@ def _running(pacing: Pacing, tally: Tally) -> bool:
 
 
 async def _closed_loop(
-    ctx: workloads.Context, iteration: workloads.Iteration, pacing: Pacing, tally: Tally
+    ctx: ContextT, iteration: Step[ContextT], pacing: Pacing, tally: Tally
 ) -> None:
     while _running(pacing, tally):
         await _one(ctx, iteration, tally)
@@ -67,7 +78,7 @@ async def _closed_loop(
 
 
 async def _open_loop(
-    ctx: workloads.Context, iteration: workloads.Iteration, pacing: Pacing, tally: Tally
+    ctx: ContextT, iteration: Step[ContextT], pacing: Pacing, tally: Tally
 ) -> None:
     running: set[asyncio.Task[None]] = set()
     next_at = time.monotonic()
@@ -86,7 +97,7 @@ async def _open_loop(
         await asyncio.wait(running)
 
 
-async def _one(ctx: workloads.Context, iteration: workloads.Iteration, tally: Tally) -> None:
+async def _one(ctx: ContextT, iteration: Step[ContextT], tally: Tally) -> None:
     try:
         await iteration(ctx)
     except errors.CourierError as exc:

@@ -13,7 +13,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,9 +108,17 @@ class RunningClient:
 
 def process_main(plan: ProcessPlan, control: Any) -> None:
     """multiprocessing entry point; ``control`` is the child end of a Pipe."""
+    serve_process(control, lambda ready: run_process(plan, ready))
+
+
+def serve_process(
+    control: Any, main: Callable[[Callable[[], Awaitable[Go]]], Coroutine[Any, Any, Any]]
+) -> None:
+    """Run ``main(ready)`` on uvloop in this child process and send its result (or
+    the error's text) to the runner; ``ready()`` says ready and waits for go."""
     os.setpgrp()  # Ctrl-C reaches the runner only; it stops us in order
     try:
-        control.send(uvloop.run(run_process(plan, _pipe_go(control))))
+        control.send(uvloop.run(main(_pipe_go(control))))
     except Exception as exc:
         control.send(f"{type(exc).__name__}: {exc}")
         raise

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import psutil
 
@@ -44,6 +44,7 @@ START_DELAY_S = 0.5
 """Between the go signal and the common start instant, so every process starts together."""
 FINISH_GRACE_S = 30.0
 RUNNER_KINDS = (*process_recording.RUNNER_KINDS, record_schema.CLIENT_REQUESTS)
+ResultT = TypeVar("ResultT")
 
 
 class RunnerError(errors.CourierError):
@@ -91,12 +92,12 @@ async def run_experiment(
 ) -> Path:
     """Run every planned run in order; returns the experiment directory."""
     reporter = reporter or SilentReporter()
-    experiment_dir = _experiment_dir(options.out / experiment.name, overwrite=options.overwrite)
+    experiment_dir = experiment_dir_for(options.out / experiment.name, overwrite=options.overwrite)
     written = host.new_manifest(experiment_dir, experiment.name, experiment.raw, experiment.factors)
     written.write()
     planned_runs = experiment.expand()
     needs_db = any(run.config.mock != "middleware" for run in planned_runs)
-    async with _database(options, durable=experiment.durable, needed=needs_db) as db:
+    async with database_tier(options, durable=experiment.durable, needed=needs_db) as db:
         for index, planned in enumerate(planned_runs):
             reporter.run_started(planned, index, len(planned_runs))
             run = Run(planned, experiment_dir / planned.run_id, db, options, reporter)
@@ -107,7 +108,7 @@ async def run_experiment(
     return experiment_dir
 
 
-def _experiment_dir(path: Path, *, overwrite: bool) -> Path:
+def experiment_dir_for(path: Path, *, overwrite: bool) -> Path:
     if manifest.path_in(path).exists():
         if not overwrite:
             raise RunnerError(f"{path} already holds an experiment; use --overwrite to replace it")
@@ -123,7 +124,7 @@ class DatabaseTier:
 
 
 @contextlib.asynccontextmanager
-async def _database(
+async def database_tier(
     options: RunnerOptions, *, durable: bool, needed: bool
 ) -> AsyncIterator[DatabaseTier]:
     """The given DSN, or a fresh embedded PostgreSQL for the whole experiment."""
@@ -166,7 +167,7 @@ class Run:
         self.reporter = reporter
         self.token = secrets.token_hex(3)
         self.middleware: list[launcher.Middleware] = []
-        self.load: clientpool.LoadProcesses | None = None
+        self.load: clientpool.ProcessGroup[Any] | None = None
         self.recorded: process_recording.ProcessRecording | None = None
 
     @property
@@ -182,11 +183,7 @@ class Run:
             await self._tear_down(summary)
 
     async def _execute(self, summary: RunSummary) -> manifest.Run:
-        if self.uses_database and not self.options.servers:
-            assert self.db.dsn is not None
-            await database.prepare(self.db.dsn, mock_schema=self.config.mock == "database")
-        self.recorded = self._start_recording()
-        servers = await self._start_middleware()
+        servers = await self._start_tiers()
         plans, offsets = await self._prepare(servers)
         sampler = await self._start_sampler()
         try:
@@ -194,6 +191,19 @@ class Run:
         finally:
             if sampler is not None:
                 await sampler.stop()
+        return self._entry(start_ns, end_ns, offsets)
+
+    async def _start_tiers(self) -> list[str]:
+        """A clean database, the runner's recording and the middleware; their addresses."""
+        if self.uses_database and not self.options.servers:
+            assert self.db.dsn is not None
+            await database.prepare(self.db.dsn, mock_schema=self.config.mock == "database")
+        self.recorded = self._start_recording()
+        return await self._start_middleware()
+
+    def _entry(
+        self, start_ns: int, end_ns: int, offsets: dict[str, setup.ClockOffset]
+    ) -> manifest.Run:
         return manifest.Run(
             self.planned.run_id, self.planned.levels, self.planned.replication,
             warmup_s=self.config.warmup_s, cooldown_s=self.config.cooldown_s,
@@ -258,13 +268,23 @@ class Run:
     async def _generate_load(
         self, plans: list[loadgen.ProcessPlan], summary: RunSummary
     ) -> tuple[int, int]:
-        self.load = clientpool.LoadProcesses(plans)
-        self.load.launch()
-        await self.load.wait_ready()
+        load = clientpool.LoadProcesses(plans)
+        self.load = load
+        load.launch()
+        await load.wait_ready()
+        start_ns, end_ns, results = await self._drive(load)
+        summarise(summary, results, (end_ns - start_ns) / 1e9)
+        return start_ns, end_ns
+
+    async def _drive(
+        self, load: clientpool.ProcessGroup[ResultT]
+    ) -> tuple[int, int, list[ResultT]]:
+        """Give the ready processes a common start, show the seconds passing and wait
+        for their results; the run's start and end instants."""
         start_ns = time.time_ns() + int(START_DELAY_S * 1e9)
         duration = self.config.duration_s
-        self.load.go(loadgen.Go(start_ns, duration))
-        done = asyncio.create_task(self.load.wait_done(duration + START_DELAY_S + FINISH_GRACE_S))
+        load.go(loadgen.Go(start_ns, duration))
+        done = asyncio.create_task(load.wait_done(duration + START_DELAY_S + FINISH_GRACE_S))
         try:
             while not done.done():
                 elapsed = max(0.0, (time.time_ns() - start_ns) / 1e9)
@@ -273,9 +293,7 @@ class Run:
             results = done.result()
         finally:
             done.cancel()  # interrupted: stop waiting before the processes are stopped
-        end_ns = min(time.time_ns(), start_ns + int(duration * 1e9))
-        _summarise(summary, results, (end_ns - start_ns) / 1e9)
-        return start_ns, end_ns
+        return start_ns, min(time.time_ns(), start_ns + int(duration * 1e9)), results
 
     async def _tear_down(self, summary: RunSummary) -> None:
         if self.load is not None:
@@ -295,10 +313,15 @@ def client_slots(
     behaviours = [name for name, count in config.client_counts().items() for _ in range(count)]
     slots = []
     for index, behaviour in enumerate(behaviours):
-        first = index % len(addresses)
-        ordered = tuple(addresses[first:] + addresses[:first])
+        ordered = failover_order(addresses, index)
         slots.append(loadgen.ClientSlot(f"{prefix}-{index:04d}", behaviour, ordered))
     return slots
+
+
+def failover_order(addresses: Sequence[tuple[str, int]], index: int) -> tuple[tuple[str, int], ...]:
+    """The middleware for the ``index``-th client: round-robin, then the others in order."""
+    first = index % len(addresses)
+    return (*addresses[first:], *addresses[:first])
 
 
 def config_address(server: str) -> tuple[str, int]:
@@ -341,7 +364,15 @@ def process_plans(
     ]
 
 
-def _summarise(summary: RunSummary, results: list[loadgen.ProcessResult], seconds: float) -> None:
+class Totals(Protocol):
+    """What a load process reports at its end."""
+
+    requests: int
+    errors: int
+    last_error: str
+
+
+def summarise(summary: RunSummary, results: Sequence[Totals], seconds: float) -> None:
     summary.duration_s = seconds
     for result in results:
         summary.requests += result.requests

@@ -118,14 +118,18 @@ class ExperimentSpec:
 
 def load(path: Path) -> ExperimentSpec:
     """Read and check a spec file; SpecError on anything wrong with it."""
+    return parse(read_toml(path, "experiment spec"), default_name=Path(path).stem)
+
+
+def read_toml(path: Path, what: str) -> dict[str, Any]:
+    """The TOML file's tables; SpecError when it is missing or not TOML."""
     try:
         with Path(path).open("rb") as handle:
-            raw = tomllib.load(handle)
+            return tomllib.load(handle)
     except FileNotFoundError as exc:
-        raise SpecError(f"no experiment spec at {path}") from exc
+        raise SpecError(f"no {what} at {path}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise SpecError(f"{path}: not valid TOML: {exc}") from exc
-    return parse(raw, default_name=Path(path).stem)
 
 
 def parse(raw: dict[str, Any], *, default_name: str = "experiment") -> ExperimentSpec:

@@ -125,4 +125,6 @@ def test_every_example_spec_in_the_repository_parses() -> None:
     examples = sorted(Path(__file__).parents[3].joinpath("experiments").glob("*.toml"))
     assert {path.stem for path in examples} >= {"demo", "smoke"}
     for path in examples:
+        if path.stem.startswith("supply-"):
+            continue  # benchmark specs: tests/unit/lab/test_lab_supply_topology.py
         assert spec.load(path).expand(), path
