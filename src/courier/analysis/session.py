@@ -1,5 +1,4 @@
-"""A quiet Spark session for the pipeline: no UI, few shuffle partitions, WARN+ only,
-tuned for aggregations over big record files."""
+"""A quiet Spark session for the pipeline: no UI, few shuffle partitions, WARN+ only."""
 
 from __future__ import annotations
 
@@ -13,13 +12,6 @@ from pyspark.sql import SparkSession
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "2g"
 SHUFFLE_PARTITIONS = 8
-MAX_PARTITION_BYTES = "32m"
-"""About one row group of a big record file per task (Spark's default, 128 MB, gave
-three tasks to two cores), so that every core has work until the scan ends."""
-JAVA_OPTIONS = "-XX:+UseParallelGC"
-"""The throughput collector: the pipeline is batch work, no pause matters."""
-LOCAL_CONFIG = {"spark.shuffle.compress": "false", "spark.shuffle.spill.compress": "false"}
-"""In local mode shuffle files never cross a network: compressing them only costs CPU."""
 
 # Without a log4j2 file Spark logs INFO lines and prints a "default log level"
 # banner before the session exists; the banner stays away only while the root
@@ -53,23 +45,18 @@ def create(
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
 ) -> SparkSession:
     """Start (or join) a Spark session configured for small aggregate-heavy jobs."""
-    java_options = f"-Dlog4j2.configurationFile=file:{_log_config()} {JAVA_OPTIONS}"
-    builder = (
+    log_option = f"-Dlog4j2.configurationFile=file:{_log_config()}"
+    spark = (
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
-        .config("spark.sql.files.maxPartitionBytes", MAX_PARTITION_BYTES)
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", driver_memory)
-        .config("spark.driver.extraJavaOptions", java_options)
-        .config("spark.executor.extraJavaOptions", JAVA_OPTIONS)
+        .config("spark.driver.extraJavaOptions", log_option)
+        .getOrCreate()
     )
-    if master.startswith("local"):
-        for key, value in LOCAL_CONFIG.items():
-            builder = builder.config(key, value)
-    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
