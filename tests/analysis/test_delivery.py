@@ -34,6 +34,7 @@ from courier.measurements import manifest, record_schema
 MS = 1_000_000
 S = 1_000_000_000
 BOUNDS = [trimming.Bounds("r1", 0, 100 * S, 10 * S, 90 * S)]
+RUN_IDS = [b.run_id for b in BOUNDS]
 KEY_SETS = delivery_results.KEY_SETS
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1  # relative error of a bucket's value
 
@@ -54,8 +55,8 @@ def timed(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     requests = spark.createDataFrame(rows, schema).transform(transforms.classify)
     bounds = BOUNDS
     return (
-        requests.transform(delivery.events)
-        .transform(delivery.messages)
+        requests.transform(delivery.events, RUN_IDS)
+        .transform(delivery.messages, RUN_IDS)
         .transform(delivery.timed, bounds)
     )
 
@@ -78,8 +79,8 @@ def test_a_message_is_timed_from_its_send_to_the_first_read_that_took_it(
     frame = (
         spark.createDataFrame(rows, io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS])
         .transform(transforms.classify)
-        .transform(delivery.events)
-        .transform(delivery.messages)
+        .transform(delivery.events, RUN_IDS)
+        .transform(delivery.messages, RUN_IDS)
     )
     by_id = {row["message_id"]: row for row in tables.collect(frame)}
     assert by_id[1]["deliveries"] == 2

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
@@ -14,12 +18,16 @@ from courier.analysis import (
     components,
     histograms,
     io,
+    request_counts,
+    results,
+    synthetic,
+    tables,
     throughput,
     traces,
     transforms,
     trimming,
 )
-from courier.measurements import record_schema
+from courier.measurements import manifest, record_schema
 
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1
 BOUNDS = [
@@ -176,6 +184,57 @@ def test_component_breakdown_of_one_joined_request(spark: SparkSession) -> None:
     testing.assertDataFrameEqual(split, expected)
 
 
+def test_a_packed_key_joins_the_same_requests_as_the_three_keys(spark: SparkSession) -> None:
+    ids = [(r, c, q) for r in ("r1", "r2") for c in (3, 9) for q in (0, 5)]
+    client = client_rows(
+        spark,
+        [
+            {"run_id": r, "client_id": c, "request_id": q, "response_ns": 1_000 * q + c}
+            for r, c, q in ids
+        ]
+        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],  # a run without bounds
+    ).transform(transforms.classify)
+    server = server_rows(
+        spark,
+        [
+            {"run_id": r, "client_id": c, "request_id": q, "total_ns": 10 * q + c}
+            for r, c, q in ids[::2]  # every other request has a server record
+        ]
+        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],
+    )
+    ranges = {"client_id": (3, 9), "request_id": (0, 5)}
+    key = transforms.packed_key(["r1", "r2"], ranges)
+    assert key is not None
+    by_keys = client.where("run_id != 'r3'").transform(transforms.join_server, server)
+    by_key = client.transform(transforms.join_server, server, key)
+    columns = [c for c in by_keys.columns if c not in ("client_id", "request_id")]
+    testing.assertDataFrameEqual(by_key.select(*columns), by_keys.select(*columns))
+    assert by_key.count() == len(ids[::2])
+
+
+def test_a_key_range_beyond_a_long_is_refused() -> None:
+    ranges = {"client_id": (0, 2**31), "request_id": (-(2**31), 2**31)}
+    assert transforms.packed_key(["r1", "r2"], ranges) is None
+    assert transforms.packed_key(["r1"], {"client_id": (0, 0), "request_id": (0, 0)}) is not None
+
+
+def test_id_ranges_come_from_the_parquet_footers(tmp_path: Path) -> None:
+    root = synthetic.write_experiment(tmp_path / "exp", requests_per_run=300, chunk_rows=100)
+    files = io.discover(manifest.load(root))
+    kinds = (record_schema.CLIENT_REQUESTS, record_schema.SERVER_REQUESTS)
+    found = io.id_ranges(files, kinds, ("client_id", "request_id"))
+    table = pa.concat_tables(
+        pq.read_table(path, columns=["client_id", "request_id"])
+        for kind in kinds
+        for path in files[kind]
+    )
+    assert found == {
+        name: (pc.min(table[name]).as_py(), pc.max(table[name]).as_py())
+        for name in ("client_id", "request_id")
+    }
+    assert io.id_ranges(files, ["no such kind"], ("client_id",)) is None
+
+
 def test_components_are_pooled_by_request_count(spark: SparkSession) -> None:
     split = spark.createDataFrame(
         [
@@ -207,6 +266,17 @@ def test_total_queue_depth_sums_queues_at_each_instant(spark: SparkSession) -> N
     testing.assertDataFrameEqual(depths.transform(transforms.total_queue_depth), expected)
 
 
+def counted(
+    client: DataFrame, bounds: list[trimming.Bounds], window_s: float
+) -> request_counts.Counts:
+    """The client records' counts, from the pipeline's one aggregation."""
+    fine = results.FINE_KEY_SETS
+    found = client.transform(transforms.classify).transform(
+        request_counts.count, bounds, window_s, fine
+    )
+    return request_counts.Counts(tables.collect(found), fine)
+
+
 def test_throughput_per_second_counts_empty_seconds_as_zero(spark: SparkSession) -> None:
     second = 10**9
     run = trimming.Bounds("r1", 0, 4 * second, 0, 3 * second + second // 2)  # 3 whole seconds
@@ -217,17 +287,12 @@ def test_throughput_per_second_counts_empty_seconds_as_zero(spark: SparkSession)
         {"request_id": 3, "start_ns": 2 * second + 7, "status": "QUEUE_EMPTY"},  # miss
         {"request_id": 4, "start_ns": 3 * second + 1},  # in the partial last second
     ]
-    bounds = [run]
-    counts = (
-        client_rows(spark, rows)
-        .transform(transforms.classify)
-        .transform(throughput.per_second, bounds)
-    )
-    expected = spark.createDataFrame(
-        [("r1", 0, 2), ("r1", 2, 1)], "run_id string, second long, completed long"
-    )
-    testing.assertDataFrameEqual(counts, expected)
-    sums = [r.asDict() for r in counts.transform(throughput.second_sums).collect()]
+    counts = counted(client_rows(spark, rows), [run], 5.0)
+    assert sorted((r["run_id"], r["second"], r["completed"]) for r in counts.seconds()) == [
+        ("r1", 0, 2),
+        ("r1", 2, 1),
+    ]
+    sums = throughput.second_sums(counts.seconds())
     moments = throughput.moments(sums, {"r1": run})["r1"]
     reference = np.array([2, 0, 1])
     assert moments.n == 3
@@ -246,15 +311,7 @@ def test_request_trace_windows(spark: SparkSession) -> None:
         {"request_id": 4, "start_ns": 11 * second, "response_ns": 2_000_000},
         {"request_id": 5, "start_ns": 12 * second, "response_ns": 2_000_000},  # after it
     ]
-    bounds = [run]
-    windowed = (
-        client_rows(spark, rows)
-        .transform(transforms.classify)
-        .transform(transforms.within_run, bounds, "start_ns")
-        .transform(transforms.with_run_time, bounds, "start_ns")
-        .transform(transforms.with_window, 5.0)
-    )
-    cells = [r.asDict() for r in windowed.transform(traces.requests_per_window).collect()]
+    cells = counted(client_rows(spark, rows), [run], 5.0).window_cells()
     collected = traces.finish_requests(cells)
     bounds_by_run = {"r1": run}
     trace = traces.with_throughput(

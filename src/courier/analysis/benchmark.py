@@ -111,9 +111,10 @@ def write(judgement: Judgement, directory: Path) -> None:
 
 
 def _timed(prepared: inputs.Inputs) -> DataFrame:
+    run_ids = list(prepared.bounds)
     return (
-        prepared.requests.transform(delivery.events)
-        .transform(delivery.messages)
+        prepared.requests.transform(delivery.events, run_ids)
+        .transform(delivery.messages, run_ids)
         .transform(delivery.timed, list(prepared.bounds.values()))
     )
 

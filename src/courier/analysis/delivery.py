@@ -42,7 +42,7 @@ DEADLINE_MS = 5_000.0
 """The delivery-time bound of the validity criterion (90% within 5 s)."""
 DELIVERED, BACKLOG, UNSENT, OUTSIDE = "delivered", "backlog", "unsent", "outside"
 
-EVENT_COLUMNS = ("run_id", "message_id", "queue_id", "op", "stored", "at_ns")
+EVENT_COLUMNS = ("run", "message_id", "queue_id", "op", "stored", "at_ns")
 
 # Operations travel as small codes through the per-message aggregation: with fixed-
 # width values only, Spark aggregates in a hash table instead of sorting the events.
@@ -68,8 +68,9 @@ MESSAGE_COLUMNS = (
 TIMED_COLUMNS = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
 
 
-def events(requests: DataFrame) -> DataFrame:
-    """One row per message id carried by a successful call: stored or taken, and when."""
+def events(requests: DataFrame, run_ids: Sequence[str]) -> DataFrame:
+    """One row per message id carried by a successful call: stored or taken, and when;
+    ``run`` is the index of its run in ``run_ids`` (``transforms.run_index``)."""
     stored = sf.col("operation").isin(*STORES)
     carrying = requests.where(
         (sf.col("outcome") == transforms.OK)
@@ -81,14 +82,14 @@ def events(requests: DataFrame) -> DataFrame:
     )
     code = operation_code(sf.col("operation"))
     exploded = carrying.select(
-        "run_id",
+        transforms.run_index(run_ids).alias("run"),
         code.alias("op"),
         stored.alias("stored"),
         at_ns.alias("at_ns"),
         sf.inline(sf.arrays_zip("message_ids", "queue_ids")),
     )
     return exploded.select(
-        "run_id",
+        "run",
         sf.col("message_ids").alias("message_id"),
         sf.col("queue_ids").alias("queue_id"),
         "op",
@@ -97,11 +98,13 @@ def events(requests: DataFrame) -> DataFrame:
     )
 
 
-def messages(message_events: DataFrame) -> DataFrame:
-    """One row per message: its send and its first delivery (null when there is none)."""
+def messages(message_events: DataFrame, run_ids: Sequence[str]) -> DataFrame:
+    """One row per message: its send and its first delivery (null when there is none).
+    The events of each (run, message) meet in a hash aggregation keyed by numbers only:
+    the run's index in ``run_ids`` (as ``events`` gave it) and the message id."""
     stored, taken = sf.col("stored"), ~sf.col("stored")
     at = sf.col("at_ns")
-    grouped = message_events.groupBy("run_id", "message_id").agg(
+    grouped = message_events.groupBy("run", "message_id").agg(
         # A commit's publish does not know its copies' queues (0): the read does.
         sf.coalesce(
             sf.max(sf.when(stored & (sf.col("queue_id") > 0), sf.col("queue_id"))),
@@ -113,7 +116,8 @@ def messages(message_events: DataFrame) -> DataFrame:
         sf.min(sf.when(taken, at)).alias("delivered_ns"),
         sf.count(sf.when(taken, 1)).alias("deliveries"),
     )
-    return grouped.select(*MESSAGE_COLUMNS)
+    named = grouped.select(transforms.run_id_of(run_ids).alias("run_id"), *grouped.columns)
+    return named.select(*MESSAGE_COLUMNS)
 
 
 def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:

@@ -50,9 +50,10 @@ class Delivery:
 
 def compute(inputs: Inputs) -> Delivery:
     """Pairs every message with its send and summarises the delivery times."""
+    run_ids = list(inputs.bounds)
     timed = (
-        inputs.requests.transform(delivery.events)
-        .transform(delivery.messages)
+        inputs.requests.transform(delivery.events, run_ids)
+        .transform(delivery.messages, run_ids)
         .transform(delivery.timed, list(inputs.bounds.values()))
     )
     rows = tables.collect(timed.transform(delivery.aggregate, KEY_SETS))

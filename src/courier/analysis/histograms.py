@@ -64,19 +64,18 @@ def sums(ns: Column, *, exact: bool = True) -> list[Column]:
 def grouping_names(keys: Sequence[str], key_sets: Mapping[str, Sequence[str]]) -> Column:
     """The name of the grouping set each row of ``groupingSets(..., *keys, "bucket")``
     belongs to (every set is grouped by bucket too); needs ``grouping_id()`` as ``_id``."""
-    names = sf.lit(None).cast("string")
-    for name, set_keys in key_sets.items():
-        set_id = _grouping_id([*keys, "bucket"], set_keys)
-        names = sf.when(sf.col("_id") == set_id, name).otherwise(names)
-    return names
+    with_bucket = {name: [*set_keys, "bucket"] for name, set_keys in key_sets.items()}
+    return stats.set_names([*keys, "bucket"], with_bucket)
 
 
-def _grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:
-    """Spark's grouping_id: one bit per key, first key highest, set when not grouped."""
-    grouped_with_bucket = {*grouped, "bucket"}
-    return sum(
-        1 << (len(keys) - 1 - i) for i, key in enumerate(keys) if key not in grouped_with_bucket
-    )
+def latency_ns() -> Column:
+    """A classified request's response time in ns; null for errors, which have none."""
+    return sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
+
+
+def bucket_ns(ns: Column) -> Column:
+    """The logarithmic bucket of a duration in ns (null stays null)."""
+    return sf.when(ns.isNotNull(), bucket(ns / transforms.NS_PER_MS))
 
 
 @dataclass(frozen=True)

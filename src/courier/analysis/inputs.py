@@ -30,6 +30,7 @@ class Inputs:
     requests: DataFrame  # classified client requests, whole runs
     measured: DataFrame  # the same, trimmed to the measured intervals
     notes: list[str] = field(default_factory=list)
+    id_ranges: io.Ranges | None = None  # client and request ids, client and server records
 
     @property
     def configs(self) -> dict[str, str]:
@@ -52,7 +53,11 @@ def load(
     notes: list[str] = []
     bounds = _bounds(experiment, requests, trim, notes)
     measured = requests.transform(transforms.trim, list(bounds.values()), "start_ns")
-    return Inputs(spark, experiment, frames, present, bounds, requests, measured, notes)
+    ranges = io.id_ranges(files, REQUEST_KINDS, ("client_id", "request_id"))
+    return Inputs(spark, experiment, frames, present, bounds, requests, measured, notes, ranges)
+
+
+REQUEST_KINDS = (record_schema.CLIENT_REQUESTS, record_schema.SERVER_REQUESTS)
 
 
 def _bounds(

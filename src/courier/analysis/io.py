@@ -43,6 +43,7 @@ def _spark_schema(kind: str) -> spark_types.StructType:
 SPARK_SCHEMAS = {kind: _spark_schema(kind) for kind in record_schema.FIELDS}
 
 RecordFiles = dict[str, list[Path]]
+Ranges = dict[str, tuple[int, int]]
 
 
 def discover(experiment: manifest_.Manifest) -> RecordFiles:
@@ -91,6 +92,30 @@ def row_counts(files: RecordFiles) -> dict[str, int]:
         for kind, paths in sorted(files.items())
         if paths
     }
+
+
+def id_ranges(files: RecordFiles, kinds: Iterable[str], columns: Iterable[str]) -> Ranges | None:
+    """The least and greatest value of each of ``columns`` over the files of ``kinds``,
+    from the Parquet footers' statistics; None if a row group has none (or no files)."""
+    found: dict[str, list[int]] = {column: [] for column in columns}
+    for path in (path for kind in kinds for path in files.get(kind, [])):
+        metadata = pq.read_metadata(path)
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            for index in range(row_group.num_columns):
+                chunk = row_group.column(index)
+                if chunk.path_in_schema not in found:
+                    continue
+                stats = chunk.statistics
+                least, greatest = (
+                    (stats.min, stats.max) if stats and stats.has_min_max else (None, None)
+                )
+                if least is None or greatest is None:
+                    return None
+                found[chunk.path_in_schema] += [int(least), int(greatest)]
+    if not all(found.values()):
+        return None
+    return {column: (min(values), max(values)) for column, values in found.items()}
 
 
 def read(spark: SparkSession, kind: str, paths: Iterable[Path]) -> DataFrame:

@@ -15,33 +15,36 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import histograms, stats, transforms
+from courier.analysis import histograms, stats
 
 
-def request_histograms(df: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
+def request_histograms(
+    df: DataFrame,
+    key_sets: Mapping[str, Sequence[str]],
+    plain_sets: Mapping[str, Sequence[str]] | None = None,
+) -> DataFrame:
     """Counts by outcome and response-time histograms of classified requests, for several
     groupings in one pass: a row per grouping set, group and bucket (errors, which have
-    no latency, in a row whose bucket is null). ``histograms.Histogram.of`` reads the
-    rows of a group; ``finish_request_histograms`` turns them into summaries."""
-    keys = list(dict.fromkeys(key for keys in key_sets.values() for key in keys))
-    latency_ns = sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
+    no latency, in a row whose bucket is null). ``plain_sets`` are counted without
+    buckets, in the same pass. ``histograms.Histogram.of`` reads the rows of a group;
+    ``finish_request_histograms`` turns them into summaries."""
+    plain = dict(plain_sets or {})
+    keys = list(dict.fromkeys(k for ks in (*key_sets.values(), *plain.values()) for k in ks))
+    latency_ns = histograms.latency_ns()
     bucketed = df.select(
         *keys,
         "outcome",
         latency_ns.alias("latency_ns"),
-        sf.when(latency_ns.isNotNull(), histograms.bucket(latency_ns / transforms.NS_PER_MS)).alias(
-            "bucket"
-        ),
+        histograms.bucket_ns(latency_ns).alias("bucket"),
     )
-    grouped = bucketed.groupingSets(
-        [[*k, "bucket"] for k in key_sets.values()], *keys, "bucket"
-    ).agg(
+    sets = {name: [*ks, "bucket"] for name, ks in key_sets.items()} | plain
+    grouped = bucketed.groupingSets(list(sets.values()), *keys, "bucket").agg(
         *stats.count_exprs(),
         sf.count("latency_ns").alias("n"),
         *histograms.sums(sf.col("latency_ns"), exact=False),
         sf.grouping_id().alias("_id"),
     )
-    names = histograms.grouping_names(keys, key_sets)
+    names = stats.set_names([*keys, "bucket"], sets)
     return grouped.select(
         names.alias("grouping_set"), *keys, "bucket", *stats.COUNT_COLUMNS, "n", "total_ns",
         "squares_ns",

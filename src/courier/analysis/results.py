@@ -20,6 +20,7 @@ from courier.analysis import (
     factorial,
     factors,
     histograms,
+    request_counts,
     response,
     stats,
     tables,
@@ -70,21 +71,33 @@ DETAIL = ["run_id", "operation", "status", "outcome", "server"]
 """The grouping that holds every breakdown but the per-client one."""
 
 
-def summaries(inputs: Inputs, exact: bool) -> tuple[Summaries, list[dict[str, Any]]]:
-    """Per-run and per-breakdown request summaries, by grouping set, in one pass; and
-    the response-time histograms per run and operation, which the report draws."""
-    key_sets = {"runs": ["run_id"]}
-    key_sets |= {name: ["run_id", *keys] for name, (keys, _) in BREAKDOWNS.items()}
+KEY_SETS = {"runs": ["run_id"]} | {
+    name: ["run_id", *keys] for name, (keys, _) in BREAKDOWNS.items()
+}
+# Spark groups by the finest sets only; the driver merges their few hundred buckets
+# per group into the coarser sets (runs, by_operation, ...).
+FINE_KEY_SETS = response.fine_key_sets({**KEY_SETS, "detail": DETAIL})
+
+
+def count_requests(inputs: Inputs, window_s: float) -> request_counts.Counts:
+    """Every count of the client records (response times, throughput per second, the
+    request trace) from one Spark aggregation."""
+    found = request_counts.count(inputs.requests, inputs.bounds.values(), window_s, FINE_KEY_SETS)
+    return request_counts.Counts(tables.collect(found), FINE_KEY_SETS)
+
+
+def summaries(
+    inputs: Inputs, exact: bool, counts: request_counts.Counts
+) -> tuple[Summaries, list[dict[str, Any]]]:
+    """Per-run and per-breakdown request summaries, by grouping set; and the
+    response-time histograms per run and operation, which the report draws."""
+    key_sets = KEY_SETS
     if exact:
         summary = inputs.measured.transform(stats.summarize_request_sets, key_sets, exact=True)
         rows = tables.collect(summary)
         distributions = latency_histograms(inputs)
     else:
-        # Spark groups by the finest sets only; the driver merges their few hundred
-        # buckets per group into the coarser sets (runs, by_operation, ...).
-        fine = response.fine_key_sets({**key_sets, "detail": DETAIL})
-        found_cells = inputs.measured.transform(response.request_histograms, fine)
-        cells = response.refine(tables.collect(found_cells), fine, key_sets)
+        cells = response.refine(counts.response_cells(), FINE_KEY_SETS, key_sets)
         rows = response.finish_request_histograms(cells, key_sets)
         distributions = [
             {"run_id": c["run_id"], "operation": c["operation"], "bucket": c["bucket"],
@@ -126,17 +139,13 @@ class RunMetrics:
     throughput: dict[str, stats.Moments]
 
 
-def run_table(inputs: Inputs, found: Summaries) -> RunMetrics:
+def run_table(inputs: Inputs, found: Summaries, counts: request_counts.Counts) -> RunMetrics:
     """One row per run: counts, throughput with its interval, response-time statistics."""
     rows = found["runs"]
     if not rows:
         directory = inputs.experiment.directory
         raise errors.NoRecords(f"{directory}: no client request in a measured interval")
-    sums = tables.collect(
-        inputs.measured.transform(throughput.per_second, list(inputs.bounds.values())).transform(
-            throughput.second_sums
-        )
-    )
+    sums = throughput.second_sums(counts.seconds())
     per_second = throughput.moments(sums, inputs.bounds)
     for row in rows:
         b = inputs.bounds[row["run_id"]]
@@ -172,7 +181,9 @@ def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table |
     if record_schema.SERVER_REQUESTS not in inputs.present:
         return None, "No server records: the component breakdown needs them."
     server = inputs.frames[record_schema.SERVER_REQUESTS]
-    joined = inputs.measured.transform(transforms.join_server, server)
+    ranges = inputs.id_ranges
+    key = transforms.packed_key(list(inputs.bounds), ranges) if ranges else None
+    joined = inputs.measured.transform(transforms.join_server, server, key)
     split = joined.transform(transforms.components)
     rows = tables.collect(split.transform(components.mean_components))
     matched = sum(row["matched"] for row in rows)
@@ -203,7 +214,7 @@ TRACE_TITLES = {
 }
 
 
-def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
+def trace_tables(inputs: Inputs, window_s: float, counts: request_counts.Counts) -> traces.Traces:
     """Per-window traces over whole runs (warm-up and cool-down included)."""
 
     def per_window(df: DataFrame, kind: str, instant: str, aggregate: Aggregate) -> Rows:
@@ -219,9 +230,7 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
     frames = inputs.frames
     depth = frames[record_schema.QUEUE_DEPTHS].transform(transforms.total_queue_depth)
     rows = {
-        "requests": per_window(
-            inputs.requests, record_schema.CLIENT_REQUESTS, "start_ns", traces.requests_per_window
-        ),
+        "requests": traces.finish_requests(counts.window_cells()),
         "resources": per_window(
             frames[record_schema.RESOURCES],
             record_schema.RESOURCES,
@@ -233,7 +242,6 @@ def trace_tables(inputs: Inputs, window_s: float) -> traces.Traces:
         ),
         "depth": per_window(depth, record_schema.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
     }
-    rows["requests"] = traces.finish_requests(rows["requests"])
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
     }

@@ -90,13 +90,8 @@ def summarize_request_sets(
     grouped = df.groupingSets([list(k) for k in key_sets.values()], *keys).agg(
         *count_exprs(), *describe_exprs("latency_ms", exact), sf.grouping_id().alias("_id")
     )
-    names = sf.lit(None).cast("string")
-    for name, set_keys in key_sets.items():
-        names = sf.when(sf.col("_id") == _grouping_id(keys, set_keys), sf.lit(name)).otherwise(
-            names
-        )
     return grouped.select(
-        names.alias("grouping_set"),
+        set_names(keys, key_sets).alias("grouping_set"),
         *keys,
         *COUNT_COLUMNS,
         "n",
@@ -104,6 +99,17 @@ def summarize_request_sets(
         "std",
         *_unpack_percentiles(),
     )
+
+
+def set_names(keys: Sequence[str], key_sets: Mapping[str, Sequence[str]]) -> Column:
+    """The name of the grouping set each row of ``groupingSets(..., *keys)`` belongs to;
+    needs ``grouping_id()`` as ``_id``."""
+    names = sf.lit(None).cast("string")
+    for name, set_keys in key_sets.items():
+        names = sf.when(sf.col("_id") == _grouping_id(keys, set_keys), sf.lit(name)).otherwise(
+            names
+        )
+    return names
 
 
 def _grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:

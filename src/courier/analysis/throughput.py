@@ -12,34 +12,41 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as sf
 
 from courier.analysis import stats, transforms, trimming
 
 
-def per_second(trimmed: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:
-    """Completed requests in each whole second of each run's measured interval."""
+def second(bounds: Iterable[trimming.Bounds]) -> Column:
+    """The whole second of its run's measured interval a completed request started in;
+    null for errors, for requests outside the interval and in its last, partial second."""
     bounds = list(bounds)
     keep_from = transforms.bound(bounds, "keep_from_ns")
-    seconds = {b.run_id: math.floor(b.measured_s) for b in bounds}
+    keep_until = transforms.bound(bounds, "keep_until_ns")
     whole = sf.lit(None).cast("long")
-    for run_id, count in seconds.items():
-        whole = sf.when(sf.col("run_id") == run_id, sf.lit(count)).otherwise(whole)
-    second = sf.floor((sf.col("start_ns") - keep_from) / 1e9)
-    completed = trimmed.where(sf.col("outcome") != transforms.ERROR)
-    stamped = completed.select("run_id", second.alias("second"), whole.alias("seconds"))
-    counts = stamped.where(sf.col("second") < sf.col("seconds")).groupBy("run_id", "second").count()
-    return counts.select("run_id", "second", sf.col("count").alias("completed"))
-
-
-def second_sums(counts: DataFrame) -> DataFrame:
-    """Sum and sum of squares of the per-second counts of each run."""
-    grouped = counts.groupBy("run_id").agg(
-        sf.sum("completed").cast("double").alias("total"),
-        sf.sum(sf.col("completed") * sf.col("completed")).cast("double").alias("squares"),
+    for b in bounds:
+        whole = sf.when(sf.col("run_id") == b.run_id, sf.lit(math.floor(b.measured_s))).otherwise(
+            whole
+        )
+    at = sf.col("start_ns")
+    index = sf.floor((at - keep_from) / 1e9)
+    counted = ((sf.col("outcome") != transforms.ERROR) & (at >= keep_from) & (at < keep_until)) & (
+        index < whole
     )
-    return grouped.select("run_id", "total", "squares")
+    return sf.when(counted, index)
+
+
+def second_sums(counts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Sum and sum of squares of the per-second counts (``run_id``, ``completed``) of
+    each run."""
+    sums: dict[str, dict[str, Any]] = {}
+    for row in counts:
+        cell = sums.setdefault(row["run_id"], {"run_id": row["run_id"], "total": 0, "squares": 0})
+        cell["total"] += int(row["completed"])
+        cell["squares"] += int(row["completed"]) ** 2
+    return [{**cell, "total": float(cell["total"]), "squares": float(cell["squares"])}
+            for cell in sums.values()]  # fmt: skip
 
 
 def moments(

@@ -6,10 +6,11 @@ show where the measured interval was cut. Window ``w`` covers seconds
 window is divided by its true length. Records outside the run's extent (before
 its start or after its end) are left out of the traces.
 
-The request trace is one hash aggregation per run, window and 1% bucket of response
-time (``courier.analysis.histograms``): each window's mean comes from its exact sum
-of nanoseconds, its p99 is read off its buckets (the order statistic ``ceil(0.99 n)``
-to within half a percent), as for the response-time summaries.
+The request trace counts requests per run, window and 1% bucket of response time
+(``courier.analysis.histograms``), a grouping set of ``request_counts``: each
+window's mean comes from its exact sum of nanoseconds, its p99 is read off its
+buckets (the order statistic ``ceil(0.99 n)`` to within half a percent), as for the
+response-time summaries.
 """
 
 from __future__ import annotations
@@ -24,29 +25,13 @@ from pyspark.sql import functions as sf
 from courier.analysis import histograms, tables, transforms, trimming
 
 TRACE_PERCENTILE = 0.99
-WINDOW_HISTOGRAM_COLUMNS = ("run_id", "window", "bucket", "requests", "n", "total_ns")
-
-
-def requests_per_window(windowed: DataFrame) -> DataFrame:
-    """Requests per run, window and response-time bucket: ``requests`` counts them all,
-    ``n`` and ``total_ns`` the completed ones (errors are in the row whose bucket is
-    null). ``finish_requests`` turns the rows into one per window."""
-    latency_ns = sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
-    bucket = sf.when(latency_ns.isNotNull(), histograms.bucket(latency_ns / transforms.NS_PER_MS))
-    bucketed = windowed.select(
-        "run_id", "window", latency_ns.alias("latency_ns"), bucket.alias("bucket")
-    )
-    grouped = bucketed.groupBy("run_id", "window", "bucket").agg(
-        sf.count(sf.lit(1)).alias("requests"),
-        sf.count("latency_ns").alias("n"),
-        sf.sum("latency_ns").alias("total_ns"),
-    )
-    return grouped.select(*WINDOW_HISTOGRAM_COLUMNS)
 
 
 def finish_requests(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Completed requests, errors, mean and p99 response time (ms) per run and window,
-    from the rows of ``requests_per_window``."""
+    from rows per run, window and response-time bucket (``request_counts``): ``requests``
+    counts them all, ``n`` and ``total_ns`` the completed ones (errors are in the row
+    whose bucket is null)."""
     cells: dict[tuple[str, int], list[Mapping[str, Any]]] = {}
     for row in rows:
         cells.setdefault((row["run_id"], row["window"]), []).append(row)

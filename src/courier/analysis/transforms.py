@@ -11,7 +11,7 @@ times are real work and are kept in the latency figures); any other status is an
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
@@ -108,13 +108,56 @@ def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
     return records_df.select(*columns, window.alias("window"))
 
 
-def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
-    """Each classified client request beside the server record of the same request.
+REQUEST_KEYS = ("run_id", "client_id", "request_id")
+"""What identifies a request in both the client and the server records."""
+
+
+def packed_key(run_ids: Sequence[str], ranges: Mapping[str, tuple[int, int]]) -> Column | None:
+    """A request's key as one long: ``(run index * clients + client) * requests + request``
+    with each id counted from its least value (``ranges``: least and greatest of
+    ``client_id`` and ``request_id``); None when that does not fit in a long.
+
+    A join on one long key hashes and compares one number instead of a string and two
+    longs per row. A run not in ``run_ids`` gets a null key, which joins nothing.
+    """
+    (client_low, client_high), (request_low, request_high) = (
+        ranges["client_id"],
+        ranges["request_id"],
+    )
+    clients, requests = client_high - client_low + 1, request_high - request_low + 1
+    if len(run_ids) * clients * requests >= 2**63:
+        return None
+    client = sf.col("client_id") - sf.lit(client_low)
+    request = sf.col("request_id") - sf.lit(request_low)
+    return (run_index(run_ids) * sf.lit(clients) + client) * sf.lit(requests) + request
+
+
+def run_index(run_ids: Sequence[str]) -> Column:
+    """A record's ``run_id`` as its index in ``run_ids`` (null for another run): a
+    number hashes and compares faster than a string in joins and aggregations."""
+    index: Column = sf.lit(None).cast("long")
+    for position, run_id in enumerate(run_ids):
+        index = sf.when(sf.col("run_id") == run_id, sf.lit(position)).otherwise(index)
+    return index
+
+
+def run_id_of(run_ids: Sequence[str], index: str = "run") -> Column:
+    """The run id an index of ``run_index`` stands for."""
+    name: Column = sf.lit(None).cast("string")
+    for position, run_id in enumerate(run_ids):
+        name = sf.when(sf.col(index) == position, sf.lit(run_id)).otherwise(name)
+    return name
+
+
+def join_server(client: DataFrame, server: DataFrame, key: Column | None = None) -> DataFrame:
+    """Each classified client request beside the server record of the same request,
+    matched on ``REQUEST_KEYS`` or, when given, on ``key`` (``packed_key``).
 
     Only what the component breakdown needs crosses the shuffle: the two codec times
     of each side travel as their sum.
     """
-    keys = ["run_id", "client_id", "request_id"]
+    keys: list[str | Column] = list(REQUEST_KEYS) if key is None else [key.alias("_key")]
+    on = list(REQUEST_KEYS) if key is None else ["_key"]
     server_side = server.select(
         *keys,
         "queued_ns",
@@ -126,6 +169,7 @@ def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
     )
     client_side = client.select(
         *keys,
+        *(["run_id"] if key is not None else []),
         "operation",
         "outcome",
         "response_ns",
@@ -133,8 +177,9 @@ def join_server(client: DataFrame, server: DataFrame) -> DataFrame:
     )
     # Hash the server side of each shuffle partition rather than sort both sides:
     # every key is unique, so sorting 2n rows only to pair them is wasted work.
-    joined = client_side.join(server_side.hint("shuffle_hash"), on=keys, how="inner")
-    return joined.select(*client_side.columns, *server_side.columns[len(keys) :])
+    joined = client_side.join(server_side.hint("shuffle_hash"), on=on, how="inner")
+    kept = [c for c in client_side.columns if c != "_key"]
+    return joined.select(*kept, *server_side.columns[len(on) :])
 
 
 def components(joined: DataFrame) -> DataFrame:
