@@ -69,7 +69,7 @@ class Transaction:
         self._check_open()
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
-            not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
             persistent=persistent,
         )  # fmt: skip
         send = protocol.Send(queue_ids=(), **fields)
@@ -95,7 +95,7 @@ class Transaction:
         self._check_open()
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
-            not_before=not_before, ttl=ttl, dedup_id=dedup_id or None, properties=properties,
+            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
             persistent=persistent,
         )  # fmt: skip
         self._operations.append(protocol.Publish(*topics.lookup(topic), **fields))

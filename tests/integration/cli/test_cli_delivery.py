@@ -46,9 +46,7 @@ def test_several_deliveries_are_settled_in_one_command(courier: Courier, unique:
     ok(courier("queue", "create", queue, "--as", me))
     for n in range(4):
         ok(courier("send", queue, f"job {n}", "--as", me))
-    taken = as_json(
-        courier("receive", queue, "--max", "4", "--lease", "30", "--as", me, "--json")
-    )
+    taken = as_json(courier("receive", queue, "--max", "4", "--lease", "30", "--as", me, "--json"))
     first, second, third, fourth = (str(message["delivery"]) for message in taken)
     acked = as_json(courier("ack", first, second, "--as", me, "--json"))
     assert acked == {"acknowledged": [int(first), int(second)], "failed": []}

@@ -92,6 +92,10 @@ async def test_properties_beyond_the_limits_end_the_transaction_with_nothing_app
         async with alice.transaction() as tx:
             tx.publish(topic, "fine")
             tx.send(results, "bad", properties={"k": "v" * 4097})
+    with pytest.raises(errors.BadRequest, match="dedup id must not be empty"):
+        async with alice.transaction() as tx:
+            tx.send(results, "fine")
+            tx.publish(topic, "bad", dedup_id="")
     assert await alice.pop(results) is None
     assert await alice.pop(subscription) is None
 
