@@ -25,7 +25,8 @@ async def test_properties_travel_on_the_wire_and_bad_ones_are_refused(
 
     # A SEND whose one key is given twice: malformed, answered on its own id.
     plain = protocol.encode(1, frames.Send((queue.id,), b"x", None, 5, None))
-    body = plain[protocol.HEADER_SIZE : -2] + b"\x00\x02" + entry(b"k", b"a") + entry(b"k", b"b")
+    twice = b"\x00\x02" + entry(b"k", b"a") + entry(b"k", b"b")
+    body = plain[protocol.HEADER_SIZE : -3] + twice + b"\x01"  # then persistent
     client.send_raw(raw_frame(protocol.Opcode.SEND, 77, body))
     raw, reply = await client.next_unsolicited()
     assert (raw.request_id, raw.opcode) == (77, protocol.Opcode.SEND)
