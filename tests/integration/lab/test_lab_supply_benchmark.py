@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 from courier.analysis import benchmark, session
 from courier.cli import main
 from courier.lab import runner
-from courier.lab.supply import bench, delivery, kinds, mix, topology
+from courier.lab.supply import bench, kinds, mix, topology
 from courier.measurements import destinations
 
 pytestmark = pytest.mark.slow
@@ -97,9 +97,8 @@ def test_the_evidence_says_which_kinds_ran_persistent(smoke_run: tuple[str, Path
     for row in rows(directory, "kinds"):
         kind = kinds.KINDS[str(row["kind"])]
         assert row["persistent"] is kind.persistent
-        assert row["ran_persistent"] is (kind.persistent or not delivery.MODES_APPLIED)
-    if not delivery.MODES_APPLIED:
-        assert "non-persistent kinds ran persistent" in " ".join(output.split())
+        assert row["ran_persistent"] is kind.persistent
+    assert "non-persistent kinds ran persistent" not in " ".join(output.split())
 
 
 def test_a_queue_nobody_takes_grows_and_fails_the_run(starved: benchmark.Judgement) -> None:

@@ -1,14 +1,12 @@
 """The one path of every benchmark send and publish: it applies the kind's delivery mode.
 
-A kind is persistent or not (``kinds.Kind.persistent``). When the client library
-takes ``persistent=`` (delivery modes), it is passed; without it every message is
-stored durably whatever its kind, and ``ran_persistent`` says so, so that the
-verdict's evidence never claims a mode that was not applied.
+A kind is persistent or not (``kinds.Kind.persistent``), and its messages are sent
+with that delivery mode. The evidence's ``ran_persistent`` records the mode applied
+(runs recorded before delivery modes existed stored every kind durably).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,17 +14,10 @@ from courier.client import AsyncClient
 from courier.client.transactions import Transaction
 from courier.lab.supply import kinds
 
-MODES_APPLIED = "persistent" in inspect.signature(AsyncClient.send).parameters
-"""Does this client library take a delivery mode?"""
-
 
 def ran_persistent(kind: kinds.Kind) -> bool:
-    """Whether messages of this kind were stored durably in this build."""
-    return kind.persistent or not MODES_APPLIED
-
-
-def _mode(kind: kinds.Kind) -> dict[str, Any]:
-    return {"persistent": kind.persistent} if MODES_APPLIED else {}
+    """Whether messages of this kind are stored durably."""
+    return kind.persistent
 
 
 async def deliver(
@@ -38,7 +29,7 @@ async def deliver(
     tx: Transaction | None = None,
 ) -> None:
     """Send (queue kinds) or publish (topic kinds), within ``tx`` when given."""
-    options = {"properties": properties, **_mode(kind)}
+    options: dict[str, Any] = {"properties": properties, "persistent": kind.persistent}
     if tx is not None and kind.topic:
         tx.publish(destination, body, **options)
     elif tx is not None:
