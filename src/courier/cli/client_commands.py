@@ -507,6 +507,13 @@ def nack(deliveries: tuple[int, ...], delay: float, reason: str | None) -> None:
     report_settled(settled, "released")
 
 
+def failure_text(settled: models.Settled) -> str:
+    """The server's reason, which names the delivery itself in most cases; prefixed
+    with it where it does not."""
+    named = f"delivery {settled.delivery} "
+    return settled.message if named in f"{settled.message} " else f"{named.strip()}: {settled.message}"
+
+
 def report_settled(settled: list[models.Settled], done: str) -> None:
     """Print what became of each delivery; leave with LEASE_EXPIRED's exit code when
     any was not settled."""
@@ -524,7 +531,7 @@ def report_settled(settled: list[models.Settled], done: str) -> None:
 
     common.emit(data, say)
     for each in failed:
-        click.echo(f"error: delivery {each.delivery}: {each.message}", err=True)
+        click.echo(f"error: {failure_text(each)}", err=True)
     if failed:
         raise click.exceptions.Exit(common.exit_code(errors.LeaseExpired()))
 

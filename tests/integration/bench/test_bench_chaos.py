@@ -1,4 +1,4 @@
-"""`courier bench chaos`, bounded: 60,000 messages, a middleware killed every 1.5 s.
+"""`courier bench chaos`, bounded: 30,000 messages, a middleware killed every 1.5 s.
 
 One run on a fresh durable embedded PostgreSQL through three middleware, with
 PostgreSQL restarted once half-way, checked through its JSON and its table: no
@@ -19,9 +19,9 @@ from helpers.servers import COURIER, environment_without_settings
 
 pytestmark = pytest.mark.slow
 
-MESSAGES = 60_000
+MESSAGES = 30_000
 # The kills happen while the producers send: enough messages that a fast machine
-# still sends for several kill intervals (at 4,000 sends/s, about 15 s).
+# still sends for several kill intervals (at 4,000 sends/s, about 7.5 s: five kills).
 KILL_INTERVAL_S = 1.5
 REASONS = {
     "lease expired",

@@ -4,6 +4,7 @@ later command; binary bodies from files; queue settings."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ def test_several_deliveries_are_settled_in_one_command(courier: Courier, unique:
     mixed = courier("nack", third, first, fourth, "--as", me)
     assert mixed.returncode == 18
     assert f"gave back {third}, {fourth}" in mixed.stdout
-    assert f"error: delivery {first}:" in mixed.stderr
+    assert f"error: delivery {first} " in mixed.stderr
+    assert len(re.findall(rf"delivery {first}\b", mixed.stderr)) == 1, mixed.stderr  # named once
     again = as_json(courier("receive", queue, "--max", "4", "--lease", "30", "--as", me, "--json"))
     assert sorted(message["body"] for message in again) == ["job 2", "job 3"]
 
