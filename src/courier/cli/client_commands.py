@@ -299,7 +299,10 @@ def property_option(command: str) -> Callable[[options.F], options.F]:
         metavar="KEY=VALUE",
         envvar=f"COURIER_{command.upper()}_PROPERTY",  # the rule names the flag
         callback=lambda ctx, param, value: batch_files.property_options(value),
-        help="A property the message carries to its reader (text); repeat for more.",
+        help=(
+            "A property the message carries to its reader: KEY=VALUE (text) or"
+            " KEY:TYPE=VALUE with TYPE int, float, bool or text; repeat for more."
+        ),
     )
 
 
@@ -349,7 +352,7 @@ def send(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
     non_persistent: bool,
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
@@ -557,7 +560,7 @@ def request(
     timeout: float,
     receiver: int | None,
     priority: int,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
 ) -> None:
     """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
     on timeout)."""
@@ -589,7 +592,7 @@ def reply(
     receiver: int | None,
     context: int | None,
     priority: int,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
 ) -> None:
     """Answer a request message with BODY.
 
