@@ -90,7 +90,12 @@ async def test_priority_order_and_addressing_hold_under_a_selector(
     queue: models.Queue,
 ) -> None:  # fmt: skip
     other = await repo.register_client("other")
-    sends = [(b"low", 2, None), (b"high", 9, None), (b"mine", 5, reader.id), (b"theirs", 10, other.id)]
+    sends = [
+        (b"low", 2, None),
+        (b"high", 9, None),
+        (b"mine", 5, reader.id),
+        (b"theirs", 10, other.id),
+    ]
     for body, priority, receiver in sends:
         await repo.send(writer.id, [queue.id], body, receiver=receiver, priority=priority,
                         options=options({"k": 1}))  # fmt: skip
@@ -142,8 +147,18 @@ PROPERTY_MAPS = st.dictionaries(st.sampled_from(KEYS), VALUES, max_size=3)
 LITERALS = st.one_of(
     st.sampled_from(["''", "'x'", "'y'", "'é'", "'10'", "'it''s'", "TRUE", "FALSE"]),
     st.integers(-3, 3).map(str),
-    st.sampled_from(["-1.5", "0.0", "0.5", "2", "1e20", "100000000000000000000.0",
-                     "9007199254740993", "9223372036854775807"]),  # fmt: skip
+    st.sampled_from(
+        [
+            "-1.5",
+            "0.0",
+            "0.5",
+            "2",
+            "1e20",
+            "100000000000000000000.0",
+            "9007199254740993",
+            "9223372036854775807",
+        ]
+    ),
 )
 NAMES = st.sampled_from(["a", "b", '"c d"', "missing"])
 
@@ -204,7 +219,9 @@ async def _selected_by_postgres(
         await pool.close()
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(maps=st.lists(PROPERTY_MAPS, min_size=1, max_size=8), selector=selector_texts())
 def test_postgres_selects_exactly_what_the_reference_evaluator_selects(
     dsn: str, maps: list[dict[str, models.PropertyValue]], selector: str
@@ -266,7 +283,9 @@ async def test_hostile_text_in_a_quoted_name_names_only_that_property(
     queue: models.Queue, name: str,
 ) -> None:  # fmt: skip
     key = name[1:-1].replace('""', '"')
-    await repo.send(writer.id, [queue.id], b"decoy", options=options({"a": 1, "b": 1, "x": 1, "y": 1}))
+    await repo.send(
+        writer.id, [queue.id], b"decoy", options=options({"a": 1, "b": 1, "x": 1, "y": 1})
+    )
     await repo.send(writer.id, [queue.id], b"exact", options=options({key: 1}))
     taken = await repo.pop_many(reader.id, queue.id, 10, selector=compiled(f"{name} = 1"))
     assert [m.body for m in taken] == [b"exact"]
@@ -282,7 +301,7 @@ async def test_hostile_text_in_a_quoted_name_names_only_that_property(
         "k like_regex '.*'",
         "@ == 1",
         "k = 'unclosed",
-        "k = \"quoted name is not a literal\"",
+        'k = "quoted name is not a literal"',
         "exists($.k)",
         "k = 1 --",
     ],
