@@ -147,6 +147,20 @@ def property_options(options: Iterable[str]) -> dict[str, models.PropertyValue]:
     return properties
 
 
+def property_text(key: str, value: models.PropertyValue) -> str:
+    """A property as ``--property`` takes it: ``KEY=VALUE`` for text, else typed.
+
+    >>> [property_text(k, v) for k, v in {"t": "a", "n": 5, "x": 0.5, "ok": False}.items()]
+    ['t=a', 'n:int=5', 'x:float=0.5', 'ok:bool=false']
+    """
+    if isinstance(value, str):
+        typed_look = key.rpartition(":")[2] in PROPERTY_TYPES and ":" in key
+        return f"{key}:text={value}" if typed_look else f"{key}={value}"
+    if isinstance(value, bool):
+        return f"{key}:bool={str(value).lower()}"
+    return f"{key}:{'int' if isinstance(value, int) else 'float'}={value!r}"
+
+
 def property_option(option: str) -> tuple[str, models.PropertyValue]:
     """One ``KEY=VALUE`` or ``KEY:TYPE=VALUE``; a key whose last ``:`` part is not a
     type is a plain key (``a:b=x`` is the text property ``a:b``)."""
