@@ -98,12 +98,14 @@ INT64_MAX = 2**63 - 1
 
 
 class PropertyType(enum.IntEnum):
-    """The tag byte before each property value on the wire (revision 4)."""
+    """The tag byte before each property value on the wire (revision 4): an ASCII
+    letter, above 0x10, so that the first byte of a revision-3 value (the high byte
+    of a length of at most 4096) is never a tag, and a tag never passes for one."""
 
-    TEXT = 1
-    INTEGER = 2
-    FLOAT = 3
-    BOOLEAN = 4
+    TEXT = 0x74  # "t"
+    INTEGER = 0x69  # "i"
+    FLOAT = 0x66  # "f"
+    BOOLEAN = 0x62  # "b"
 
 
 def property_type(value: object) -> PropertyType | None:

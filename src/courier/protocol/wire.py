@@ -268,7 +268,10 @@ class Reader:
             return value
         if tag == constants.PropertyType.BOOLEAN:
             return self.boolean(field)
-        raise self.fail(f"{field} type {tag} is unknown (1 text, 2 integer, 3 float, 4 boolean)")
+        raise self.fail(
+            f"{field} type 0x{tag:02x} is unknown (t text, i integer, f float, b boolean;"
+            " a revision-3 client sends none)"
+        )
 
     def timestamp(self, field: str) -> datetime:
         return self.as_timestamp(self.i64(field), field)

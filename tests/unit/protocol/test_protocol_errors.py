@@ -434,8 +434,8 @@ def send_with(properties: bytes) -> bytes:
 
 
 def entry(key: bytes, value: bytes) -> bytes:
-    """A text property: key, tag 1, value."""
-    return len(key).to_bytes(2, "big") + key + b"\x01" + len(value).to_bytes(2, "big") + value
+    """A text property: key, tag t, value."""
+    return len(key).to_bytes(2, "big") + key + b"t" + len(value).to_bytes(2, "big") + value
 
 
 def typed_entry(key: bytes, tag: int, value: bytes) -> bytes:
@@ -452,15 +452,15 @@ def typed_entry(key: bytes, tag: int, value: bytes) -> bytes:
         ((2).to_bytes(2, "big") + entry(b"k", b"a") + entry(b"k", b"b"), "'k' is given twice"),
         ((1).to_bytes(2, "big") + entry(b"k", b"\xff"), "not valid UTF-8"),
         ((1).to_bytes(2, "big") + entry(b"k", b"a\x00b"), "holds a NUL character"),
-        ((1).to_bytes(2, "big") + typed_entry(b"k", 0, b""), "type 0 is unknown"),
-        ((1).to_bytes(2, "big") + typed_entry(b"k", 5, b"\x00"), "type 5 is unknown"),
-        ((1).to_bytes(2, "big") + typed_entry(b"k", 4, b"\x02"), "a boolean must be 0 or 1"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", 0, b""), "type 0x00 is unknown"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", 1, b"\x00"), "type 0x01 is unknown"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", ord("b"), b"\x02"), "a boolean must be 0 or 1"),
         (
-            (1).to_bytes(2, "big") + typed_entry(b"k", 3, struct.pack(">d", math.nan)),
+            (1).to_bytes(2, "big") + typed_entry(b"k", ord("f"), struct.pack(">d", math.nan)),
             "is not finite",
         ),
         (
-            (1).to_bytes(2, "big") + typed_entry(b"k", 3, struct.pack(">d", -math.inf)),
+            (1).to_bytes(2, "big") + typed_entry(b"k", ord("f"), struct.pack(">d", -math.inf)),
             "is not finite",
         ),
         (
@@ -509,3 +509,20 @@ def test_the_encoder_refuses_properties_beyond_the_limits(
     with pytest.raises(protocol.EncodeError) as caught:
         protocol.encode(1, protocol.Send((1,), b"x", None, 5, None, properties=properties))
     assert reason in str(caught.value)
+
+
+@pytest.mark.parametrize("size", [0, 2, 255, 256, 300, 4096])
+def test_a_revision_3_property_is_refused_never_misread(size: int) -> None:
+    # Revision 3 wrote a value as a name: its first byte, the high byte of a length
+    # of at most 4096, is never a tag (tags are letters, above 0x10).
+    old = len(b"k").to_bytes(2, "big") + b"k" + size.to_bytes(2, "big") + b"v" * size
+    (raw,) = protocol.Decoder().feed(send_with((1).to_bytes(2, "big") + old))
+    with pytest.raises(protocol.MalformedBody) as caught:
+        protocol.parse(raw)
+    assert "type 0x" in caught.value.reason and "is unknown" in caught.value.reason
+
+
+def test_a_tag_never_reads_as_a_revision_3_length() -> None:
+    # The other way round: a revision-3 reader takes the tag as a length's high byte,
+    # and every tag makes a length beyond the 4096 it accepts.
+    assert min(constants.PropertyType) << 8 > constants.MAX_PROPERTY_VALUE_BYTES
