@@ -313,3 +313,42 @@ async def test_hostile_selectors_are_refused_before_any_database_work(
         selectors.parse(selector)
     assert raised.value.position is not None
     assert await pool.fetchval("SELECT count(*) FROM courier_messages") == 0
+
+
+async def test_without_a_selector_the_new_functions_are_the_old_ones(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    reader: models.ClientInfo, queue: models.Queue,
+) -> None:  # fmt: skip
+    for body in (b"1", b"2", b"3"):
+        await repo.send(writer.id, [queue.id], body, options=options({"n": 1}))
+    one = await pool.fetchrow(
+        "SELECT status, body FROM courier_read_v4($1, $2, NULL, 'time', true, 0, NULL, NULL, NULL)",
+        reader.id, queue.id,
+    )  # fmt: skip
+    rest = await pool.fetch(
+        "SELECT body FROM courier_pop_many_v3($1, $2, NULL, 'time', 5, 0, NULL, NULL, NULL)",
+        reader.id, queue.id,
+    )  # fmt: skip
+    assert (one["status"], one["body"]) == (0, b"1")
+    assert [row["body"] for row in rest] == [b"2", b"3"]
+    empty = await pool.fetchrow(
+        "SELECT status FROM courier_read_v4($1, $2, NULL, 'time', true, 0, NULL, NULL, NULL)",
+        reader.id, queue.id,
+    )  # fmt: skip
+    assert empty["status"] == 5  # QUEUE_EMPTY, as courier_read_v3 answers
+
+
+async def test_a_selective_read_keeps_the_queue_s_read_list(
+    repo: repository.Repository, writer: models.ClientInfo, reader: models.ClientInfo
+) -> None:
+    queue = await repo.create_queue("listed", creator=writer.id)
+    await repo.set_queue_acl(writer.id, models.QueueAcl(queue.id, None, (writer.id,)))
+    await repo.send(writer.id, [queue.id], b"x", options=options({"n": 1}))
+    with pytest.raises(errors.NotAuthorised):
+        await repo.read(reader.id, queue_id=queue.id, pop=True, selector=compiled("n = 1"))
+    with pytest.raises(errors.NotAuthorised):
+        await repo.pop_many(reader.id, queue.id, 5, selector=compiled("n = 1"))
+    with pytest.raises(errors.NoMessage):  # by sender: the queue is hidden from the reader
+        await repo.read(reader.id, sender_id=writer.id, pop=True, selector=compiled("n = 1"))
+    taken = await repo.read(writer.id, queue_id=queue.id, pop=True, selector=compiled("n = 1"))
+    assert taken.body == b"x"

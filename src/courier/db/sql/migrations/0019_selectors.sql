@@ -10,25 +10,42 @@
 -- Up to p_count messages visible to p_reader_id that the selector matches, in read
 -- order, from one queue (p_queue_id) or, with only a sender, from every queue the
 -- reader may read; locked (FOR UPDATE SKIP LOCKED) when p_lock. One statement walks
--- both audiences (for anyone, and the reader's own) and filters as it goes.
+-- both audiences (for anyone, and the reader's own) of the queue's index, filters
+-- as it goes and keeps the first p_count in read order; the queue and the sender-only
+-- reads are separate statements, so a generic plan of either still uses its index.
 CREATE FUNCTION courier_select_ids_v1(
     p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
     p_count integer, p_lock boolean, p_selector jsonpath, p_vars jsonb)
 RETURNS bigint[]
 LANGUAGE plpgsql AS $$
 DECLARE
-    v_hidden bigint[] := '{}';  -- queues the reader may not read
+    v_hidden bigint[];  -- queues the reader may not read
 BEGIN
-    IF p_queue_id IS NULL THEN
-        v_hidden := courier_unreadable_v1(p_reader_id);
+    IF p_queue_id IS NOT NULL AND p_lock THEN
+        RETURN ARRAY(
+            SELECT m.id FROM courier_messages m
+            WHERE m.queue_id = p_queue_id AND m.audience IN (0, p_reader_id)
+              AND (p_sender_id IS NULL OR m.sender_id = p_sender_id)
+              AND jsonb_path_match(coalesce(m.properties, '{}'), p_selector, p_vars, true)
+            ORDER BY (CASE WHEN p_order = 'priority' THEN m.priority END) DESC NULLS LAST,
+                     m.created_at, m.id
+            LIMIT p_count FOR UPDATE SKIP LOCKED);
+    ELSIF p_queue_id IS NOT NULL THEN
+        RETURN ARRAY(
+            SELECT m.id FROM courier_messages m
+            WHERE m.queue_id = p_queue_id AND m.audience IN (0, p_reader_id)
+              AND (p_sender_id IS NULL OR m.sender_id = p_sender_id)
+              AND jsonb_path_match(coalesce(m.properties, '{}'), p_selector, p_vars, true)
+            ORDER BY (CASE WHEN p_order = 'priority' THEN m.priority END) DESC NULLS LAST,
+                     m.created_at, m.id
+            LIMIT p_count);
     END IF;
+    v_hidden := courier_unreadable_v1(p_reader_id);
     IF p_lock THEN
         RETURN ARRAY(
             SELECT m.id FROM courier_messages m
-            WHERE (p_queue_id IS NULL OR m.queue_id = p_queue_id)
-              AND (p_sender_id IS NULL OR m.sender_id = p_sender_id)
-              AND (p_queue_id IS NOT NULL OR m.queue_id <> ALL (v_hidden))
-              AND m.audience IN (0, p_reader_id)
+            WHERE m.sender_id = p_sender_id AND m.audience IN (0, p_reader_id)
+              AND m.queue_id <> ALL (v_hidden)
               AND jsonb_path_match(coalesce(m.properties, '{}'), p_selector, p_vars, true)
             ORDER BY (CASE WHEN p_order = 'priority' THEN m.priority END) DESC NULLS LAST,
                      m.created_at, m.id
@@ -36,10 +53,8 @@ BEGIN
     END IF;
     RETURN ARRAY(
         SELECT m.id FROM courier_messages m
-        WHERE (p_queue_id IS NULL OR m.queue_id = p_queue_id)
-          AND (p_sender_id IS NULL OR m.sender_id = p_sender_id)
-          AND (p_queue_id IS NOT NULL OR m.queue_id <> ALL (v_hidden))
-          AND m.audience IN (0, p_reader_id)
+        WHERE m.sender_id = p_sender_id AND m.audience IN (0, p_reader_id)
+          AND m.queue_id <> ALL (v_hidden)
           AND jsonb_path_match(coalesce(m.properties, '{}'), p_selector, p_vars, true)
         ORDER BY (CASE WHEN p_order = 'priority' THEN m.priority END) DESC NULLS LAST,
                  m.created_at, m.id
