@@ -13,22 +13,10 @@ import pytest
 from client_harness import Connect, address, logged_in
 
 import courier
-from courier import errors, models
+from courier import errors
 from helpers.names import Unique
+from helpers.properties import TYPED, typed
 from helpers.servers import ServerProcess
-
-TYPED: dict[str, models.PropertyValue] = {
-    "text": "façade ✓",
-    "count": 7,
-    "low": -(2**63),
-    "high": 2**63 - 1,
-    "ratio": 0.25,
-    "big": 1e300,
-    "whole": 2.0,
-    "on": True,
-    "off": False,
-    "one": 1,
-}
 
 
 async def registered(server: ServerProcess, name: str) -> courier.AsyncClient:
@@ -37,10 +25,6 @@ async def registered(server: ServerProcess, name: str) -> courier.AsyncClient:
     await anonymous.register(name)
     await anonymous.close()
     return await courier.AsyncClient.connect(address(server), name=name)
-
-
-def typed(properties: models.Properties) -> list[tuple[str, type, object]]:
-    return sorted((key, type(value), value) for key, value in properties.items())
 
 
 async def test_every_property_type_round_trips_through_every_send_and_read(

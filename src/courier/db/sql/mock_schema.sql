@@ -1033,3 +1033,19 @@ LANGUAGE sql AS $$
     SELECT * FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
                                       p_lease_ms, p_instance_id)
 $$;
+
+CREATE FUNCTION courier_take_selected_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint, p_selector jsonpath,
+    p_vars jsonb)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               properties jsonb)
+LANGUAGE sql AS $$
+    SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+           p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+           p.properties
+    FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                             p_lease_ms, p_instance_id) p
+$$;

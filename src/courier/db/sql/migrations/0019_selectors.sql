@@ -95,6 +95,41 @@ BEGIN
 END;
 $$;
 
+-- Pops up to p_count visible messages the selector matches, in read order (after
+-- courier_check_read_v1), each leased when p_lease_ms > 0. Both selective pops take
+-- their messages here.
+CREATE FUNCTION courier_take_selected_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint, p_selector jsonpath,
+    p_vars jsonb)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               properties jsonb)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_id bigint;
+    v_taken courier_messages%ROWTYPE;
+    v_lease record;
+BEGIN
+    FOREACH v_id IN ARRAY courier_select_ids_v1(
+            p_reader_id, p_queue_id, p_sender_id, p_order, p_count, true, p_selector, p_vars)
+    LOOP
+        DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
+        SELECT NULL::bigint AS delivery_id, v_taken.deliveries AS deliveries INTO v_lease;
+        IF p_lease_ms > 0 THEN
+            SELECT * INTO v_lease
+            FROM courier_lease_v1(v_taken, p_lease_ms, p_reader_id, p_instance_id);
+        END IF;
+        RETURN QUERY SELECT v_taken.id, v_taken.queue_id, v_taken.sender_id,
+            v_taken.receiver_id, v_taken.context, v_taken.priority, v_taken.created_at,
+            v_taken.body, v_lease.deliveries, v_lease.delivery_id, v_taken.dead_from,
+            v_taken.failure, v_taken.properties;
+    END LOOP;
+END;
+$$;
+
 -- courier_read_v3 with a selector: peek or pop the first visible message it matches.
 CREATE FUNCTION courier_read_v4(
     p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
@@ -109,7 +144,6 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_id bigint;
-    v_taken courier_messages%ROWTYPE;
 BEGIN
     IF p_selector IS NULL THEN
         SELECT * INTO status, id, queue_id, sender_id, receiver_id, context, priority,
@@ -121,35 +155,30 @@ BEGIN
     END IF;
     PERFORM courier_check_read_v1(
         p_reader_id, p_queue_id, p_sender_id, p_order, p_pop, p_lease_ms);
-    FOR v_attempt IN 1..100 LOOP
-        v_id := (courier_select_ids_v1(p_reader_id, p_queue_id, p_sender_id, p_order, 1,
-                                       coalesce(p_pop, false), p_selector, p_vars))[1];
-        IF v_id IS NULL THEN
-            status := CASE WHEN p_queue_id IS NULL THEN 4 ELSE 5 END;
-            EXIT;
-        ELSIF p_pop THEN
-            DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
-            IF NOT FOUND THEN  -- cannot happen while the pick holds the row lock
-                PERFORM courier_fail_v1(16, format('message %s vanished while popped', v_id));
-            END IF;
-        ELSE
-            SELECT m.* INTO v_taken FROM courier_messages m WHERE m.id = v_id;
-            CONTINUE WHEN NOT FOUND;  -- a pop took the picked message: pick again
+    IF p_pop THEN
+        SELECT 0, t.* INTO status, id, queue_id, sender_id, receiver_id, context, priority,
+               created_at, body, deliveries, delivery_id, dead_from, failure, properties
+        FROM courier_take_selected_v1(p_reader_id, p_queue_id, p_sender_id, p_order, 1,
+                                      p_lease_ms, p_instance_id, p_selector, p_vars) t;
+    ELSE
+        FOR v_attempt IN 1..100 LOOP
+            v_id := (courier_select_ids_v1(p_reader_id, p_queue_id, p_sender_id, p_order, 1,
+                                           false, p_selector, p_vars))[1];
+            EXIT WHEN v_id IS NULL;
+            SELECT 0, m.id, m.queue_id, m.sender_id, m.receiver_id, m.context, m.priority,
+                   m.created_at, m.body, m.deliveries, NULL, m.dead_from, m.failure,
+                   m.properties
+            INTO status, id, queue_id, sender_id, receiver_id, context, priority,
+                 created_at, body, deliveries, delivery_id, dead_from, failure, properties
+            FROM courier_messages m WHERE m.id = v_id;
+            EXIT WHEN FOUND;  -- else a pop took the picked message: pick again
+        END LOOP;
+        IF v_id IS NOT NULL AND status IS NULL THEN  -- every peek lost its race
+            PERFORM courier_fail_v1(16, 'a peek lost 100 races in a row to concurrent pops');
         END IF;
-        status := 0;
-        id := v_taken.id; queue_id := v_taken.queue_id; sender_id := v_taken.sender_id;
-        receiver_id := v_taken.receiver_id; context := v_taken.context;
-        priority := v_taken.priority; created_at := v_taken.created_at; body := v_taken.body;
-        deliveries := v_taken.deliveries; dead_from := v_taken.dead_from;
-        failure := v_taken.failure; properties := v_taken.properties;
-        IF p_lease_ms > 0 THEN
-            SELECT l.delivery_id, l.deliveries INTO delivery_id, deliveries
-            FROM courier_lease_v1(v_taken, p_lease_ms, p_reader_id, p_instance_id) l;
-        END IF;
-        EXIT;
-    END LOOP;
-    IF status IS NULL THEN  -- every peek lost its race
-        PERFORM courier_fail_v1(16, 'a peek lost 100 races in a row to concurrent pops');
+    END IF;
+    IF status IS NULL THEN  -- nothing matched
+        status := CASE WHEN p_queue_id IS NULL THEN 4 ELSE 5 END;
     END IF;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
@@ -168,8 +197,6 @@ LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
-    v_id bigint;
-    v_taken courier_messages%ROWTYPE;
 BEGIN
     IF p_selector IS NULL THEN
         RETURN QUERY
@@ -185,22 +212,10 @@ BEGIN
     END IF;
     PERFORM courier_check_read_v1(
         p_reader_id, p_queue_id, p_sender_id, p_order, true, coalesce(p_lease_ms, 0));
-    FOREACH v_id IN ARRAY courier_select_ids_v1(
-            p_reader_id, p_queue_id, p_sender_id, p_order, p_count, true, p_selector, p_vars)
-    LOOP
-        DELETE FROM courier_messages m WHERE m.id = v_id RETURNING m.* INTO v_taken;
-        id := v_taken.id; queue_id := v_taken.queue_id; sender_id := v_taken.sender_id;
-        receiver_id := v_taken.receiver_id; context := v_taken.context;
-        priority := v_taken.priority; created_at := v_taken.created_at; body := v_taken.body;
-        deliveries := v_taken.deliveries; delivery_id := NULL;
-        dead_from := v_taken.dead_from; failure := v_taken.failure;
-        properties := v_taken.properties;
-        IF coalesce(p_lease_ms, 0) > 0 THEN
-            SELECT l.delivery_id, l.deliveries INTO delivery_id, deliveries
-            FROM courier_lease_v1(v_taken, p_lease_ms, p_reader_id, p_instance_id) l;
-        END IF;
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
+    RETURN QUERY
+    SELECT t.*, courier_elapsed_ns_v1(v_started)
+    FROM courier_take_selected_v1(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                                  coalesce(p_lease_ms, 0), p_instance_id, p_selector,
+                                  p_vars) t;
 END;
 $$;
