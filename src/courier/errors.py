@@ -16,7 +16,8 @@ is its default message.
     ├── ServerFull             SERVER_FULL
     ├── BadRequest             BAD_REQUEST
     │   ├── InvalidPriority    INVALID_PRIORITY
-    │   └── PayloadTooLarge    PAYLOAD_TOO_LARGE
+    │   ├── PayloadTooLarge    PAYLOAD_TOO_LARGE
+    │   └── BadSelector        BAD_SELECTOR
     ├── NotAuthorised          NOT_AUTHORISED
     │   └── NotLoggedIn        NOT_LOGGED_IN
     ├── Unavailable            UNAVAILABLE
@@ -60,6 +61,7 @@ class Status(enum.IntEnum):
     INTERNAL = 16
     LEASE_EXPIRED = 17
     QUOTA_EXCEEDED = 18
+    BAD_SELECTOR = 19
     # The 0x30 block, beside the topic opcodes 0x30-0x3F.
     TOPIC_NOT_FOUND = 48
     TOPIC_EXISTS = 49
@@ -161,6 +163,16 @@ class PayloadTooLarge(BadRequest):
         super().__init__(message)
 
 
+class BadSelector(BadRequest):
+    """The selector does not parse, or is beyond a selector's limits."""
+
+    status = Status.BAD_SELECTOR
+
+    def __init__(self, message: str | None = None, *, position: int | None = None) -> None:
+        self.position = position  # 0-based character where it failed, when known
+        super().__init__(message)
+
+
 class NotAuthorised(CourierError):
     """Not authorised."""
 
@@ -256,6 +268,7 @@ _BY_STATUS: dict[Status, type[CourierError]] = {
         BadRequest,
         InvalidPriority,
         PayloadTooLarge,
+        BadSelector,
         NotAuthorised,
         NotLoggedIn,
         Unavailable,

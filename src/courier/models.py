@@ -11,6 +11,13 @@ MIN_PRIORITY = 1
 MAX_PRIORITY = 10
 DEFAULT_PRIORITY = 5
 
+PropertyValue = str | int | float | bool
+"""A property's value: text, a 64-bit integer, a finite double or a boolean (a bool
+is a bool, never the integer it subclasses)."""
+
+Properties = Mapping[str, PropertyValue]
+"""A message's properties: text keys to typed values."""
+
 
 class ClientMode(enum.StrEnum):
     """What a client may do: read-only clients can read but never send; an admin can
@@ -101,7 +108,7 @@ class Message:
     A message taken with a lease carries its ``delivery`` id (acknowledge it with
     that id); ``deliveries`` counts how often it was leased, this time included. A
     dead letter names the queue it ``dead_from`` and the last ``failure`` given.
-    ``properties`` are the sender's string keys and values (empty when none).
+    ``properties`` are the sender's text keys and typed values (empty when none).
     """
 
     id: int
@@ -116,7 +123,7 @@ class Message:
     deliveries: int = 0
     dead_from: int | None = None
     failure: str | None = None
-    properties: dict[str, str] = field(default_factory=dict, hash=False)
+    properties: dict[str, PropertyValue] = field(default_factory=dict, hash=False)
 
     @property
     def text(self) -> str:
@@ -136,7 +143,7 @@ class Draft:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
     @property

@@ -136,6 +136,7 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
             frames.ReceiveMany(queue, None, models.Order.TIME, 20, timeout_ms=5),
             frames.ReceiveMany(queue, None, models.Order.PRIORITY, 5, 0, 500, 2, 5),
         ]
+        found += selective_reads(queue)
     found += [
         frames.Ack(1), frames.Nack(2, 100, "fuzz"), frames.Extend(3, 1000), frames.Cancel(1),
     ]  # fmt: skip
@@ -145,10 +146,42 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
         for receiver, priority, context in ((None, 5, None), (clients[0], 10, -2), (None, 0, 3)):
             found.append(frames.Send(tuple(chosen), body, receiver, priority, context))
         found.append(frames.Send(tuple(chosen), body, None, 5, None, 10, 60_000, f"fuzz-{index}"))
-        drafts = (models.Draft(body), models.Draft(body, clients[0], 9, 4, 10, 60_000, "fuzz"))
+        found.append(frames.Send(tuple(chosen), body, None, 5, None, properties=TYPED_PROPERTIES))
+        drafts = (models.Draft(body), models.Draft(body, clients[0], 9, 4, 10, 60_000, "fuzz"),
+                  models.Draft(body, properties=TYPED_PROPERTIES))  # fmt: skip
         found.append(frames.SendMany(tuple(chosen), drafts * (index + 1)))
     found += [frames.AckMany((1, 2, 3)), frames.NackMany((4, 5), 100, "fuzz")]
     return found + topic_requests(targets)
+
+
+TYPED_PROPERTIES: dict[str, models.PropertyValue] = {
+    "kind": "order", "n": -7, "ratio": 0.5, "rush": True, "$ \"@": "'; DROP TABLE x; --",
+}  # fmt: skip
+"""Properties of every type (revision 4), and a key and a value full of metacharacters."""
+
+SELECTORS = (
+    "kind = 'order' AND n < 10",
+    "rush OR ratio >= 0.25",
+    "n NOT IN (1, 2, 3) AND kind IS NOT NULL",
+    "\"$ \"\"@\" = '''; DROP TABLE x; --'",
+    "kind = ",  # refused: BAD_SELECTOR
+    "n = 1 || $.n == 1",  # refused
+    "(" * 20 + "n = 1" + ")" * 20,  # refused: too deep
+)
+"""Selectors that match, and selectors a server refuses without touching the database."""
+
+
+def selective_reads(queue: int) -> list[frames.Request]:
+    """Reads of one queue with each selector: pop, peek, receive and receive_many."""
+    found: list[frames.Request] = []
+    for selector in SELECTORS:
+        found += [
+            frames.Read(queue, None, models.Order.TIME, pop=True, selector=selector),
+            frames.Read(queue, None, models.Order.PRIORITY, pop=False, selector=selector),
+            frames.Receive(queue, None, models.Order.TIME, timeout_ms=5, selector=selector),
+            frames.ReceiveMany(queue, None, models.Order.TIME, 5, timeout_ms=5, selector=selector),
+        ]
+    return found
 
 
 def topic_requests(targets: Targets) -> list[frames.Request]:

@@ -14,12 +14,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import click
 
-from courier import config, protocol
+from courier import config, models, protocol
 from courier.client import Outgoing
 
 FIELDS: dict[str, tuple[type, ...]] = {
@@ -101,26 +101,43 @@ def line_persistence(value: Any) -> bool | None:
     return value
 
 
-def line_properties(value: Any) -> dict[str, str] | None:
-    """A line's ``properties``: a JSON object whose values are strings, within limits."""
+def line_properties(value: Any) -> dict[str, models.PropertyValue] | None:
+    """A line's ``properties``: a JSON object whose values are strings, integers,
+    numbers with a decimal point or an exponent (floats) or booleans, within limits."""
     if value is None:
         return None
-    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
-        raise ValueError(f"properties is an object of strings, not {json.dumps(value)}")
+    if not isinstance(value, dict) or not all(
+        isinstance(v, str | int | float) for v in value.values()
+    ):
+        raise ValueError(
+            f"properties is an object of strings, numbers and booleans, not {json.dumps(value)}"
+        )
     problem = protocol.properties_problem(value)
     if problem:
         raise ValueError(problem)
     return value
 
 
-def property_options(options: Iterable[str]) -> dict[str, str]:
-    """``--property KEY=VALUE`` options as properties; a bad one is refused before
-    anything is sent."""
-    properties: dict[str, str] = {}
+PROPERTY_TYPES: dict[str, Callable[[str], models.PropertyValue]] = {
+    "text": str,
+    "int": int,
+    "float": float,
+    "bool": lambda text: {"true": True, "false": False}[text.lower()],
+}
+"""The types ``--property KEY:TYPE=VALUE`` names; plain ``KEY=VALUE`` is text."""
+
+
+def property_options(options: Iterable[str]) -> dict[str, models.PropertyValue]:
+    """``--property KEY=VALUE`` (text) and ``--property KEY:TYPE=VALUE`` (TYPE text,
+    int, float or bool) options as properties; a bad one is refused before anything
+    is sent.
+
+    >>> property_options(["trace=a1", "amount:int=5", "price:float=2.5", "ok:bool=true"])
+    {'trace': 'a1', 'amount': 5, 'price': 2.5, 'ok': True}
+    """
+    properties: dict[str, models.PropertyValue] = {}
     for option in options:
-        key, equals, value = option.partition("=")
-        if not equals or not key:
-            raise click.BadParameter(f"{option!r} is not KEY=VALUE", param_hint="--property")
+        key, value = property_option(option)
         if key in properties:
             raise click.BadParameter(f"{key!r} is given twice", param_hint="--property")
         properties[key] = value
@@ -130,8 +147,41 @@ def property_options(options: Iterable[str]) -> dict[str, str]:
     return properties
 
 
+def property_text(key: str, value: models.PropertyValue) -> str:
+    """A property as ``--property`` takes it: ``KEY=VALUE`` for text, else typed.
+
+    >>> [property_text(k, v) for k, v in {"t": "a", "n": 5, "x": 0.5, "ok": False}.items()]
+    ['t=a', 'n:int=5', 'x:float=0.5', 'ok:bool=false']
+    """
+    if isinstance(value, str):
+        typed_look = key.rpartition(":")[2] in PROPERTY_TYPES and ":" in key
+        return f"{key}:text={value}" if typed_look else f"{key}={value}"
+    if isinstance(value, bool):
+        return f"{key}:bool={str(value).lower()}"
+    return f"{key}:{'int' if isinstance(value, int) else 'float'}={value!r}"
+
+
+def property_option(option: str) -> tuple[str, models.PropertyValue]:
+    """One ``KEY=VALUE`` or ``KEY:TYPE=VALUE``; a key whose last ``:`` part is not a
+    type is a plain key (``a:b=x`` is the text property ``a:b``)."""
+    key, equals, text = option.partition("=")
+    if not equals or not key:
+        raise click.BadParameter(
+            f"{option!r} is not KEY=VALUE or KEY:TYPE=VALUE", param_hint="--property"
+        )
+    name, colon, kind = key.rpartition(":")
+    if not colon or not name or kind not in PROPERTY_TYPES:
+        return key, text
+    try:
+        return name, PROPERTY_TYPES[kind](text)
+    except (ValueError, KeyError):
+        raise click.BadParameter(
+            f"{option!r}: {text!r} is not a {kind}", param_hint="--property"
+        ) from None
+
+
 def batches(
-    messages: list[Outgoing], properties: Mapping[str, str] | None = None
+    messages: list[Outgoing], properties: models.Properties | None = None
 ) -> Iterator[list[Outgoing]]:
     """The messages cut into batches the server takes by default; ``properties`` are
     those of the messages that give none of their own (they count towards a batch)."""

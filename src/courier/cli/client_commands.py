@@ -299,7 +299,10 @@ def property_option(command: str) -> Callable[[options.F], options.F]:
         metavar="KEY=VALUE",
         envvar=f"COURIER_{command.upper()}_PROPERTY",  # the rule names the flag
         callback=lambda ctx, param, value: batch_files.property_options(value),
-        help="A property the message carries to its reader (text); repeat for more.",
+        help=(
+            "A property the message carries to its reader: KEY=VALUE (text) or"
+            " KEY:TYPE=VALUE with TYPE int, float, bool or text; repeat for more."
+        ),
     )
 
 
@@ -326,7 +329,8 @@ def persistence_option(what: str) -> Callable[[options.F], options.F]:
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
     " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
-    " dedup_id, properties (an object of strings) and persistent (true or false); sent in"
+    " dedup_id, properties (an object of strings, integers, numbers with a point and"
+    " booleans) and persistent (true or false); sent in"
     " batches of up to 1000"
     " messages, each batch all or none.",
 )
@@ -349,7 +353,7 @@ def send(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
     non_persistent: bool,
 ) -> None:
     """Send BODY (- reads stdin), or the file given by --file, to one or more queues;
@@ -398,6 +402,12 @@ def send_lines(refs: list[int | str], path: str, **defaults: Any) -> None:
 
 
 def read_options(command: Any) -> Any:
+    command = click.option(
+        "--selector",
+        metavar="EXPRESSION",
+        help="Only messages whose properties match, e.g. \"kind = 'order' AND amount > 100\""
+        " (=, <>, <, <=, >, >=, [NOT] IN (...), IS [NOT] NULL, AND, OR, NOT; docs/selectors.md).",
+    )(command)
     command = click.option("--sender", type=int, help="Only messages from this client id.")(command)
     return click.option("--order", type=ORDER, default="time", show_default=True)(command)
 
@@ -414,12 +424,13 @@ lease_option = click.option(
 @click.argument("queue_name", metavar="[QUEUE]", required=False)
 @read_options
 @common.client_options
-def peek(queue_name: str | None, sender: int | None, order: str) -> None:
+def peek(queue_name: str | None, sender: int | None, order: str, selector: str | None) -> None:
     """Show the next message for me without taking it (exit 6 if none)."""
     with common.client() as client:
         message = client.peek(
-            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order
-        )
+            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order,
+            selector=selector,
+        )  # fmt: skip
     show_message(message)
 
 
@@ -428,12 +439,15 @@ def peek(queue_name: str | None, sender: int | None, order: str) -> None:
 @read_options
 @lease_option
 @common.client_options
-def pop(queue_name: str | None, sender: int | None, order: str, lease: float | None) -> None:
+def pop(
+    queue_name: str | None, sender: int | None, order: str, selector: str | None,
+    lease: float | None,
+) -> None:  # fmt: skip
     """Take the next message for me (exit 6 if none)."""
     with common.client() as client:
         message = client.pop(
             None if queue_name is None else queue_ref(queue_name), sender=sender, order=order,
-            lease=lease,
+            lease=lease, selector=selector,
         )  # fmt: skip
     show_message(message)
 
@@ -457,6 +471,7 @@ def receive(
     max_count: int | None,
     sender: int | None,
     order: str,
+    selector: str | None,
     lease: float | None,
 ) -> None:
     """Take the next message for me, waiting for one to arrive (exit 6 on timeout)."""
@@ -465,13 +480,14 @@ def receive(
         if max_count is not None:
             messages = client.receive_many(
                 queue_ref(queue_name), max_messages=max_count, timeout=timeout, sender=sender,
-                order=order, lease=lease,
+                order=order, lease=lease, selector=selector,
             )  # fmt: skip
             show_messages(messages, none)
             return
         message = client.receive(
-            queue_ref(queue_name), timeout=timeout, sender=sender, order=order, lease=lease
-        )
+            queue_ref(queue_name), timeout=timeout, sender=sender, order=order, lease=lease,
+            selector=selector,
+        )  # fmt: skip
     show_message(message, none)
 
 
@@ -564,7 +580,7 @@ def request(
     timeout: float,
     receiver: int | None,
     priority: int,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
 ) -> None:
     """Send BODY (- reads stdin) to QUEUE as a request and wait for the reply (exit 15
     on timeout)."""
@@ -596,7 +612,7 @@ def reply(
     receiver: int | None,
     context: int | None,
     priority: int,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
 ) -> None:
     """Answer a request message with BODY.
 
@@ -720,7 +736,9 @@ def print_message(message: models.Message, *, hint: bool, in_shell: bool) -> Non
     if message.dead_from is not None:
         common.note(f"(dead letter from queue {message.dead_from}: {message.failure or 'failed'})")
     if message.properties:
-        listed = ", ".join(f"{key}={value}" for key, value in message.properties.items())
+        listed = ", ".join(
+            batch_files.property_text(key, value) for key, value in message.properties.items()
+        )
         common.say(f"properties: {listed}")
     common.say(printable_body(message.body))
     if message.delivery is not None:

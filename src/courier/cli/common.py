@@ -24,7 +24,7 @@ Exit codes (stable; a subclass not listed exits like its parent):
      3  QueueNotFound        4  QueueExists         5  QueueNotEmpty
      6  NoMessage / QueueEmpty: nothing to read (peek, pop, receive)
      7  ClientNotFound       8  ClientExists        9  ClientOnline
-    10  ServerFull          11  BadRequest (InvalidPriority, PayloadTooLarge)
+    10  ServerFull          11  BadRequest (InvalidPriority, PayloadTooLarge, BadSelector)
     12  NotAuthorised (NotLoggedIn)                 13  Unavailable
     14  ConnectionLost (also: no server reachable)  15  RequestTimeout
     16  ProtocolError       17  QuotaExceeded      18  LeaseExpired

@@ -180,7 +180,7 @@ def publish(
     delay: float | None,
     ttl: float | None,
     dedup_id: str | None,
-    properties: dict[str, str],
+    properties: dict[str, models.PropertyValue],
     non_persistent: bool,
 ) -> None:
     """Publish BODY (- reads stdin), or --file, to TOPIC: one copy per subscription,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 import ssl
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypedDict
@@ -80,15 +80,27 @@ def check_priority(priority: int) -> None:
         )
 
 
-def message_properties(value: Mapping[str, str] | None) -> dict[str, str]:
+def message_properties(value: models.Properties | None) -> dict[str, models.PropertyValue]:
     """A message's properties, checked against the protocol's limits (at most 64,
-    keys 1 to 255 bytes of UTF-8, values at most 4096 bytes); None means none."""
+    keys 1 to 255 bytes of UTF-8, values text of at most 4096 bytes, int64, finite
+    floats or booleans); None means none."""
     if value is None:
         return {}
     problem = protocol.properties_problem(value)
     if problem:
         raise errors.BadRequest(problem)
     return dict(value)
+
+
+def selector(value: str | None) -> str | None:
+    """A read's selector as the wire carries it; the server parses it (BadSelector)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise errors.BadSelector(f"a selector is text, not {type(value).__name__}")
+    if not value.strip():
+        raise errors.BadSelector("a selector is empty; None selects every message")
+    return value
 
 
 class MessageFields(TypedDict):
@@ -101,7 +113,7 @@ class MessageFields(TypedDict):
     delay_ms: int
     ttl_ms: int | None
     dedup_id: str | None
-    properties: dict[str, str]
+    properties: dict[str, models.PropertyValue]
     persistent: bool
 
 
@@ -115,7 +127,7 @@ def message_fields(
     not_before: datetime | None,
     ttl: float | None,
     dedup_id: str | None,
-    properties: Mapping[str, str] | None,
+    properties: models.Properties | None,
     persistent: bool = True,
 ) -> MessageFields:
     """A message's fields, each checked as ``send`` takes them (an empty dedup id is

@@ -14,7 +14,7 @@ client restarts, so a late reply to an earlier run is never taken for a new one.
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -293,7 +293,7 @@ class AsyncClient(topics.TopicMethods):
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> list[int]:
         """Put a copy of the message in each queue, all or none; the new message ids.
@@ -329,9 +329,12 @@ class AsyncClient(topics.TopicMethods):
         *,
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
+        selector: str | None = None,
     ) -> models.Message | None:
-        """The first message visible to me (left in place), or None. QueueNotFound."""
-        return await self._read(queue, sender, order, pop=False)
+        """The first message visible to me (left in place), or None. QueueNotFound.
+        With a ``selector``, the first one it matches (BadSelector if it does not
+        parse; see docs/selectors.md)."""
+        return await self._read(queue, sender, order, pop=False, selector=selector)
 
     async def pop(
         self,
@@ -340,15 +343,18 @@ class AsyncClient(topics.TopicMethods):
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
+        selector: str | None = None,
     ) -> models.Message | None:
         """Take the first message visible to me, or None. QueueNotFound.
 
         Without a lease the message is deleted as it is read (at most once: lost if
         the reply is). With ``lease`` seconds it stays stored but invisible until you
         ``ack`` it; unacknowledged, it is delivered again when the lease runs out or
-        this connection closes (at least once).
+        this connection closes (at least once). With a ``selector`` (for example
+        ``"kind = 'order' AND amount > 100"``), only a message it matches is taken;
+        BadSelector if it does not parse (docs/selectors.md).
         """
-        return await self._read(queue, sender, order, pop=True, lease=lease)
+        return await self._read(queue, sender, order, pop=True, lease=lease, selector=selector)
 
     async def receive(
         self,
@@ -358,9 +364,11 @@ class AsyncClient(topics.TopicMethods):
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
+        selector: str | None = None,
     ) -> models.Message | None:
         """Pop, waiting up to ``timeout`` seconds for a message to arrive; else None.
-        ``lease`` as for ``pop``.
+        ``lease`` and ``selector`` as for ``pop``: with a selector it waits for a
+        message the selector matches.
 
         A call cancelled on the client side (``asyncio.wait_for``, Ctrl-C) tells the
         server, which then takes nothing for it; a leased message already on its way
@@ -368,11 +376,12 @@ class AsyncClient(topics.TopicMethods):
         """
         request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
+        wanted = arguments.selector(selector)
 
         async def receive(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Receive(
                 queue_id=ids[0], sender_id=sender, order=request_order, timeout_ms=timeout_ms,
-                lease_ms=lease_ms,
+                lease_ms=lease_ms, selector=wanted,
             )  # fmt: skip
             try:
                 reply = await self._session.call(request, protocol.MessageReply, wait=timeout)
@@ -420,7 +429,7 @@ class AsyncClient(topics.TopicMethods):
         delay: float | None = None,
         not_before: datetime | None = None,
         ttl: float | None = None,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> list[list[int]]:
         """Store many messages in each queue in one request, all or none, in order;
@@ -463,13 +472,14 @@ class AsyncClient(topics.TopicMethods):
         lease: float | None = None,
         min_messages: int = 1,
         max_wait: float = 0.0,
+        selector: str | None = None,
     ) -> list[models.Message]:
         """Pop up to ``max_messages`` visible to me, in read order, waiting up to
         ``timeout`` seconds for the first; an empty list if none came.
 
         It answers as soon as there is one, unless ``min_messages`` asks for more:
         then it goes on taking until it holds that many or ``max_wait`` seconds have
-        passed since the first. ``lease`` as for ``pop``. The answer stops short of
+        passed since the first. ``lease`` and ``selector`` as for ``pop``. The answer stops short of
         ``max_messages`` when the bodies would pass the server's batch byte limit;
         the rest stay in the queue.
         """
@@ -480,12 +490,13 @@ class AsyncClient(topics.TopicMethods):
         request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
         window_ms = arguments.milliseconds(max_wait)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
+        wanted = arguments.selector(selector)
 
         async def receive_many(ids: tuple[int, ...]) -> list[models.Message]:
             request = protocol.ReceiveMany(
                 queue_id=ids[0], sender_id=sender, order=request_order, max_messages=count,
                 timeout_ms=timeout_ms, lease_ms=lease_ms, min_messages=least,
-                max_wait_ms=window_ms,
+                max_wait_ms=window_ms, selector=wanted,
             )  # fmt: skip
             try:
                 reply = await self._session.call(
@@ -505,12 +516,14 @@ class AsyncClient(topics.TopicMethods):
         sender: int | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
+        selector: str | None = None,
     ) -> list[models.Message]:
         """Take up to ``max_messages`` visible to me now, in read order; an empty list
-        when there are none. ``lease`` as for ``pop``."""
+        when there are none. ``lease`` and ``selector`` as for ``pop``."""
         return await self.receive_many(
-            queue, max_messages=max_messages, sender=sender, order=order, lease=lease
-        )
+            queue, max_messages=max_messages, sender=sender, order=order, lease=lease,
+            selector=selector,
+        )  # fmt: skip
 
     async def ack_many(self, deliveries: Iterable[models.Message | int]) -> list[models.Settled]:
         """Acknowledge many leased messages in one request; per delivery, in order,
@@ -596,7 +609,7 @@ class AsyncClient(topics.TopicMethods):
         timeout: float,
         receiver: int | None = None,
         priority: int = models.DEFAULT_PRIORITY,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> models.Message:
         """Send a request and wait up to ``timeout`` seconds for its reply.
@@ -624,7 +637,7 @@ class AsyncClient(topics.TopicMethods):
         body: bytes | str,
         *,
         priority: int = models.DEFAULT_PRIORITY,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> int:
         """Answer a request message: to its sender, in its queue, with its context."""
@@ -661,14 +674,16 @@ class AsyncClient(topics.TopicMethods):
         *,
         pop: bool,
         lease: float | None = None,
+        selector: str | None = None,
     ) -> models.Message | None:
         read_order = arguments.order(order)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
+        wanted = arguments.selector(selector)
 
         async def read(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Read(
                 queue_id=ids[0] if ids else None, sender_id=sender, order=read_order, pop=pop,
-                lease_ms=lease_ms,
+                lease_ms=lease_ms, selector=wanted,
             )  # fmt: skip
             try:
                 return (await self._session.call(request, protocol.MessageReply)).message

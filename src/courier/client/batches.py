@@ -8,7 +8,7 @@ or ``Outgoing`` messages, whose own fields win where they are given:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -30,7 +30,7 @@ class Outgoing:
     not_before: datetime | None = None
     ttl: float | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] | None = None
+    properties: models.Properties | None = None
     persistent: bool | None = None
 
 
@@ -44,7 +44,7 @@ class Defaults:
     delay: float | None = None
     not_before: datetime | None = None
     ttl: float | None = None
-    properties: Mapping[str, str] | None = None
+    properties: models.Properties | None = None
     persistent: bool = True
 
 

@@ -12,7 +12,6 @@ acknowledge with ``ack``, passing the ``Subscription`` (or its ``queue`` id or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import TypeAlias
 
@@ -96,7 +95,7 @@ class TopicMethods:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> dict[int, int]:
         """Store a copy of the message in every subscription of the topic, all or none.

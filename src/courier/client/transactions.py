@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping
 from datetime import datetime
 from types import TracebackType
 
@@ -62,7 +61,7 @@ class Transaction:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> None:
         """Send at the commit (as ``AsyncClient.send``)."""
@@ -88,7 +87,7 @@ class Transaction:
         not_before: datetime | None = None,
         ttl: float | None = None,
         dedup_id: str | None = None,
-        properties: Mapping[str, str] | None = None,
+        properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> None:
         """Publish at the commit (as ``AsyncClient.publish``)."""

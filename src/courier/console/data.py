@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from courier import models
 from courier.console import bodies, params, queries, rows, state
 
 
@@ -64,7 +65,7 @@ class MessageDetail:
     message: rows.MessageRow
     whereabouts: rows.Whereabouts
     body_base64: str
-    properties: dict[str, str] = field(default_factory=dict)
+    properties: dict[str, models.PropertyValue] = field(default_factory=dict)
 
 
 async def overview(console: state.ConsoleState) -> Overview:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.resources
-import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import asyncpg
 
-from courier import errors
+from courier import errors, models
 from courier.console import bodies, params, rows
+from courier.db import jsonb
 
 T = TypeVar("T")
 PREVIEW_BYTES = 120
@@ -198,7 +198,7 @@ async def dead_letter_sources(pool: asyncpg.Pool, queue_id: int) -> list[rows.Qu
 # -- messages ---------------------------------------------------------------------
 async def message(
     pool: asyncpg.Pool, message_id: int
-) -> tuple[rows.MessageRow, rows.Whereabouts, bytes, dict[str, str]]:
+) -> tuple[rows.MessageRow, rows.Whereabouts, bytes, dict[str, models.PropertyValue]]:
     """One message, visible or held: its row (a binary body as a hex dump), where it
     is, its body exactly as stored, and its properties (empty when none)."""
     record = await pool.fetchrow(sql("message"), message_id)
@@ -207,6 +207,5 @@ async def message(
     where = rows.Whereabouts(
         record["state"], record["visible_at"], record["holder"], record["holder_name"]
     )
-    stored = record["properties"]
-    properties: dict[str, str] = {} if stored is None else json.loads(stored)
+    properties = jsonb.loads(record["properties"])
     return message_row(record, dump=True), where, bytes(record["body"]), properties

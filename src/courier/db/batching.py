@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 
 import asyncpg
 
-from courier import config, errors, models
+from courier import config, errors, models, selectors
 from courier.db import _translate, repository
 
 log = logging.getLogger(__name__)
@@ -234,8 +234,14 @@ class BatchedRepository(repository.Repository):
         order: models.Order = models.Order.TIME,
         pop: bool = False,
         lease: repository.Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
+        if selector is not None:  # selective reads are rarer: one call each
+            return await super().read(
+                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
+                lease=lease, selector=selector, timing=timing,
+            )  # fmt: skip
         request: repository.Operation
         if lease is not None:
             request = repository.ReadRequest(
@@ -275,8 +281,14 @@ class BatchedRepository(repository.Repository):
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         lease: repository.Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> list[models.Message]:
+        if selector is not None:
+            return await super().pop_many(
+                reader_id, queue_id, count, sender_id=sender_id, order=order, lease=lease,
+                selector=selector, timing=timing,
+            )  # fmt: skip
         request = repository.PopManyRequest(
             reader_id, queue_id, count, sender_id, order,
             lease.ms if lease else 0, lease.instance_id if lease else None,

@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from courier import models
+from courier import models, selectors
 from courier.db import repository, transactions
 
 FIXED_TIME = datetime(2024, 1, 1, tzinfo=UTC)
@@ -174,6 +174,7 @@ class MockBackend:
         order: models.Order = models.Order.TIME,
         pop: bool = False,
         lease: repository.Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: repository.Timing | None = None,
     ) -> models.Message:
         message = _message(queue_id or FIXED_QUEUE_ID, sender_id or reader_id)
@@ -232,6 +233,7 @@ class MockBackend:
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         lease: repository.Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: repository.Timing | None = None,
     ) -> list[models.Message]:
         message = await self.read(reader_id, queue_id=queue_id, sender_id=sender_id, lease=lease)

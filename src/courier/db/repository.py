@@ -12,17 +12,16 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 import asyncpg
 
-from courier import config, errors, models
-from courier.db import _translate, pools, topic_rows, transactions
+from courier import config, errors, models, selectors
+from courier.db import _translate, jsonb, pools, topic_rows, transactions
 from courier.protocol import constants as wire_limits
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
@@ -59,7 +58,7 @@ class SendOptions:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: models.Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
     @property
@@ -400,7 +399,7 @@ class Repository:
             "courier_publish_v3($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
             sender_id, *_id_or_name(topic), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms, _json(options.properties), options.persistent,
+            self._dedup_window_ms, jsonb.dumps(options.properties), options.persistent,
             timing=timing,
         )  # fmt: skip
         return list(zip(row["queue_ids"], row["message_ids"], strict=True))
@@ -454,7 +453,7 @@ class Repository:
             "courier_send_v4($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             sender_id, list(queue_ids), body, receiver, priority, context,
             self.limits.max_body_bytes, options.delay_ms, options.ttl_ms, options.dedup_id,
-            self._dedup_window_ms, _json(options.properties), options.persistent,
+            self._dedup_window_ms, jsonb.dumps(options.properties), options.persistent,
             timing=timing,
         )  # fmt: skip
         return list(row["message_ids"])
@@ -468,12 +467,23 @@ class Repository:
         order: models.Order = models.Order.TIME,
         pop: bool = False,
         lease: Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
         """Peek or pop one visible message (receiver NULL or reader).
         BadRequest (neither queue nor sender), QueueNotFound, QueueEmpty (a queue was
         given and nothing in it is visible), NoMessage (sender-only read found none).
-        A pop with a lease keeps the message, invisible, until it is acknowledged."""
+        A pop with a lease keeps the message, invisible, until it is acknowledged.
+        With a selector, only a message it matches."""
+        if selector is not None:
+            row = await self._call(
+                "courier_read_v4($1, $2, $3, $4, $5, $6, $7, $8::text::jsonpath, $9::jsonb)",
+                reader_id, queue_id, sender_id, str(order), pop,
+                lease.ms if lease else 0, lease.instance_id if lease else None,
+                selector.path, selector.vars,
+                timing=timing,
+            )  # fmt: skip
+            return _message(row)
         row = await self._call(
             "courier_read_v3($1, $2, $3, $4, $5, $6, $7)",
             reader_id, queue_id, sender_id, str(order), pop,
@@ -597,10 +607,21 @@ class Repository:
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         lease: Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> list[models.Message]:
         """Pop up to ``count`` messages visible to the reader, in read order; an empty
-        list when there are none. QueueNotFound. With a lease, as ``read``."""
+        list when there are none. QueueNotFound. With a lease, as ``read``; with a
+        selector, only messages it matches."""
+        if selector is not None:
+            rows = await self._call_many(
+                "courier_pop_many_v3($1, $2, $3, $4, $5, $6, $7, $8::text::jsonpath, $9::jsonb)",
+                reader_id, queue_id, sender_id, str(order), count,
+                lease.ms if lease else 0, lease.instance_id if lease else None,
+                selector.path, selector.vars,
+                timing=timing,
+            )  # fmt: skip
+            return [_message(row) for row in rows]
         rows = await self._call_many(
             "courier_pop_many_v2($1, $2, $3, $4, $5, $6, $7)",
             reader_id, queue_id, sender_id, str(order), count,
@@ -709,7 +730,7 @@ class Repository:
             "courier_restore_v2($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             message.id, message.queue, message.sender, message.receiver, message.context,
             message.priority, message.created_at, message.body, message.deliveries,
-            message.dead_from, message.failure, _json(message.properties),
+            message.dead_from, message.failure, jsonb.dumps(message.properties),
             timing=timing,
         )  # fmt: skip
 
@@ -862,7 +883,7 @@ class Repository:
             raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
 
 
-def check_properties(properties: Mapping[str, str]) -> None:
+def check_properties(properties: models.Properties) -> None:
     """BadRequest for properties beyond the protocol's limits. The stored functions
     check only that they are an object: the limits are held here and on the wire."""
     if properties:
@@ -972,7 +993,7 @@ def _option_send(n: int, send: SendRequest) -> tuple[Any, ...]:
     options = send.options
     return (n, send.sender_id, list(send.queue_ids), send.body, send.receiver, send.priority,
             send.context, options.delay_ms, options.ttl_ms, options.dedup_id,
-            _json(options.properties), options.persistent)  # fmt: skip
+            jsonb.dumps(options.properties), options.persistent)  # fmt: skip
 
 
 def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
@@ -985,7 +1006,7 @@ def _draft_columns(drafts: Sequence[models.Draft]) -> tuple[list[Any], ...]:
         [draft.delay_ms for draft in drafts],
         [draft.ttl_ms for draft in drafts],
         [draft.dedup_id for draft in drafts],
-        [_json(draft.properties) for draft in drafts],
+        [jsonb.dumps(draft.properties) for draft in drafts],
         [draft.persistent for draft in drafts],
     )
 
@@ -1146,21 +1167,8 @@ def _message(row: Any) -> models.Message:
         deliveries=row["deliveries"],
         dead_from=row["dead_from"],
         failure=row["failure"],
-        properties=_properties(row["properties"]),
+        properties=jsonb.loads(row["properties"]),
     )
-
-
-def _json(properties: Mapping[str, str]) -> str | None:
-    """Properties as the jsonb text the stored functions take; None for none."""
-    return json.dumps(dict(properties)) if properties else None
-
-
-def _properties(stored: str | None) -> dict[str, str]:
-    """A message's properties from their jsonb text (NULL: none)."""
-    if stored is None:
-        return {}
-    properties: dict[str, str] = json.loads(stored)
-    return properties
 
 
 # -- console -------------------------------------------------------------------------

@@ -7,12 +7,12 @@ per operation).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from courier import models
+from courier.db import jsonb
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class SendOperation:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: models.Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
 
@@ -39,7 +39,7 @@ class PublishOperation:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: models.Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
 
@@ -79,7 +79,7 @@ def _row(operation: Operation) -> dict[str, Any]:
         "bodies": operation.body, "receivers": operation.receiver,
         "priorities": operation.priority, "contexts": operation.context,
         "delays": operation.delay_ms, "ttls": operation.ttl_ms, "dedup_ids": operation.dedup_id,
-        "properties": json.dumps(dict(operation.properties)) if operation.properties else None,
+        "properties": jsonb.dumps(operation.properties),
         "persistent": operation.persistent,
     }  # fmt: skip
     if isinstance(operation, SendOperation):

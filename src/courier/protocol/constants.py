@@ -6,6 +6,7 @@ docs/protocol.md is the specification; this module is its single source in code.
 from __future__ import annotations
 
 import enum
+import math
 import struct
 from collections.abc import Mapping
 
@@ -79,62 +80,131 @@ MAX_QUEUE_IDS = 0xFFFF
 """A SEND names its target queues with a u16 count."""
 
 MAX_PROPERTIES = 64
-"""Properties one message may carry (string keys to string values)."""
+"""Properties one message may carry (text keys to typed values)."""
 
 MAX_PROPERTY_KEY_BYTES = 255
 """A property key is 1 to this many bytes of UTF-8."""
 
 MAX_PROPERTY_VALUE_BYTES = 4096
-"""A property value is at most this many bytes of UTF-8 (empty is allowed)."""
+"""A text property value is at most this many bytes of UTF-8 (empty is allowed)."""
 
 MAX_PROPERTIES_BYTES = 16 * 1024
-"""The keys and values of one message's properties together, in bytes of UTF-8: well
-within the room a SEND frame has besides its body (SEND_OVERHEAD_BYTES)."""
+"""The keys and encoded values of one message's properties together, in bytes (UTF-8
+for text, 8 for an integer or a float, 1 for a boolean): well within the room a SEND
+frame has besides its body (SEND_OVERHEAD_BYTES)."""
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+class PropertyType(enum.IntEnum):
+    """The tag byte before each property value on the wire (revision 4): an ASCII
+    letter, above 0x10, so that the first byte of a revision-3 value (the high byte
+    of a length of at most 4096) is never a tag, and a tag never passes for one."""
+
+    TEXT = 0x74  # "t"
+    INTEGER = 0x69  # "i"
+    FLOAT = 0x66  # "f"
+    BOOLEAN = 0x62  # "b"
+
+
+def property_type(value: object) -> PropertyType | None:
+    """The wire type of a property value, or None when it has none. A bool is a
+    BOOLEAN, never the INTEGER it subclasses.
+
+    >>> [property_type(value).name for value in (True, 1, 1.5, "x")]
+    ['BOOLEAN', 'INTEGER', 'FLOAT', 'TEXT']
+    """
+    if isinstance(value, bool):
+        return PropertyType.BOOLEAN
+    if isinstance(value, int):
+        return PropertyType.INTEGER
+    if isinstance(value, float):
+        return PropertyType.FLOAT
+    if isinstance(value, str):
+        return PropertyType.TEXT
+    return None
 
 
 def properties_problem(properties: object) -> str | None:
     """What makes ``properties`` unfit for a message, or None when it is fit: a
-    mapping of at most MAX_PROPERTIES string keys (1 to MAX_PROPERTY_KEY_BYTES bytes
-    of UTF-8) to string values (at most MAX_PROPERTY_VALUE_BYTES bytes).
+    mapping of at most MAX_PROPERTIES text keys (1 to MAX_PROPERTY_KEY_BYTES bytes of
+    UTF-8) to values that are text (at most MAX_PROPERTY_VALUE_BYTES bytes), 64-bit
+    integers, finite floats or booleans.
 
-    >>> properties_problem({"trace": "abc"}) is None
+    >>> properties_problem({"trace": "abc", "amount": 5, "ok": True}) is None
     True
     >>> properties_problem({"": "x"})
     'property key 1 is empty'
+    >>> properties_problem({"n": 2**63})
+    "property 'n': the integer 9223372036854775808 is outside the 64-bit range"
     """
     if not isinstance(properties, Mapping):
-        return f"properties must be a mapping of text to text, not {type(properties).__name__}"
+        return f"properties must be a mapping of text to values, not {type(properties).__name__}"
     if len(properties) > MAX_PROPERTIES:
         return f"{len(properties)} properties; a message carries at most {MAX_PROPERTIES}"
     total = 0
     for number, (key, value) in enumerate(properties.items(), 1):
-        if not isinstance(key, str) or not isinstance(value, str):
-            return f"property {number}: keys and values are text (str)"
-        problem = _text_problem(key, value)
+        if not isinstance(key, str):
+            return f"property {number}: keys are text (str), not {type(key).__name__}"
+        problem = _key_problem(key) or _value_problem(value)
         if problem:
             return f"property {key!r}: {problem}" if key else f"property key {number} is empty"
-        total += len(key.encode()) + len(value.encode())
+        total += len(key.encode()) + value_size(value)
     if total > MAX_PROPERTIES_BYTES:
         return f"the properties are {total} bytes; a message carries at most {MAX_PROPERTIES_BYTES}"
     return None
 
 
-def properties_size(properties: Mapping[str, str]) -> int:
-    """Bytes of UTF-8 in the keys and values; what a batch's byte limit counts of them."""
-    return sum(len(key.encode()) + len(value.encode()) for key, value in properties.items())
+def value_size(value: str | int | float | bool) -> int:
+    """Bytes of a property value on the wire, its tag and length aside."""
+    if isinstance(value, str):
+        return len(value.encode())
+    return 1 if isinstance(value, bool) else 8
 
 
-def _text_problem(key: str, value: str) -> str | None:
+def properties_size(properties: Mapping[str, str | int | float | bool]) -> int:
+    """Bytes of the keys and encoded values; what a batch's byte limit counts of them."""
+    return sum(len(key.encode()) + value_size(value) for key, value in properties.items())
+
+
+def _key_problem(key: str) -> str | None:
     try:
-        key_bytes, value_bytes = len(key.encode()), len(value.encode())
+        size = len(key.encode())
     except UnicodeEncodeError:
         return "not encodable as UTF-8"
-    if not 1 <= key_bytes <= MAX_PROPERTY_KEY_BYTES:
-        return f"a key is 1 to {MAX_PROPERTY_KEY_BYTES} bytes of UTF-8, not {key_bytes}"
-    if value_bytes > MAX_PROPERTY_VALUE_BYTES:
-        return f"a value is at most {MAX_PROPERTY_VALUE_BYTES} bytes of UTF-8, not {value_bytes}"
-    if "\x00" in key or "\x00" in value:
-        return "a key or value holds a NUL character, which Courier cannot store"
+    if not 1 <= size <= MAX_PROPERTY_KEY_BYTES:
+        return f"a key is 1 to {MAX_PROPERTY_KEY_BYTES} bytes of UTF-8, not {size}"
+    if "\x00" in key:
+        return "a key holds a NUL character, which Courier cannot store"
+    return None
+
+
+def _value_problem(value: object) -> str | None:
+    if isinstance(value, str):
+        return _text_problem(value)
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if not INT64_MIN <= value <= INT64_MAX:
+            return f"the integer {value} is outside the 64-bit range"
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return f"the float {value} is not finite; only finite floats are carried"
+        return None
+    return f"a value is text, an integer, a float or a boolean, not {type(value).__name__}"
+
+
+def _text_problem(value: str) -> str | None:
+    try:
+        size = len(value.encode())
+    except UnicodeEncodeError:
+        return "not encodable as UTF-8"
+    if size > MAX_PROPERTY_VALUE_BYTES:
+        return f"a value is at most {MAX_PROPERTY_VALUE_BYTES} bytes of UTF-8, not {size}"
+    if "\x00" in value:
+        return "a value holds a NUL character, which Courier cannot store"
     return None
 
 

@@ -7,7 +7,6 @@ opcode: the header of a reply repeats the opcode of the request it answers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TypeAlias, TypeGuard
 
@@ -171,7 +170,7 @@ class Send:
 
     A retry with the same dedup_id (within the server's window) stores nothing and
     is answered with the ids of the first send. ``properties`` travel with the
-    message (string keys to string values; empty: none). ``persistent`` False skips
+    message (text keys to typed values; empty: none). ``persistent`` False skips
     the database's write-ahead log: faster, and lost if the database crashes.
     """
 
@@ -183,7 +182,7 @@ class Send:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: models.Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
 
@@ -192,6 +191,7 @@ class Read:
     """Peek (pop=False) or pop one message; None means any queue / any sender.
 
     A pop with lease_ms > 0 leases the message instead of deleting it: ACK it.
+    A ``selector`` (docs/selectors.md) narrows the read to messages it matches.
     """
 
     queue_id: int | None
@@ -199,17 +199,20 @@ class Read:
     order: models.Order
     pop: bool
     lease_ms: int = 0
+    selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Receive:
-    """Pop, waiting up to timeout_ms for a message to arrive; lease_ms as for Read."""
+    """Pop, waiting up to timeout_ms for a message to arrive; lease_ms and selector
+    as for Read."""
 
     queue_id: int
     sender_id: int | None
     order: models.Order
     timeout_ms: int
     lease_ms: int = 0
+    selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +267,7 @@ class ReceiveMany:
 
     Once one is there it answers at once, unless min_messages asks for more: then it
     goes on taking until it holds that many or max_wait_ms has passed since the first.
-    lease_ms as for Read.
+    lease_ms and selector as for Read.
     """
 
     queue_id: int
@@ -275,6 +278,7 @@ class ReceiveMany:
     lease_ms: int = 0
     min_messages: int = 1
     max_wait_ms: int = 0
+    selector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -352,7 +356,7 @@ class Publish:
     delay_ms: int = 0
     ttl_ms: int | None = None
     dedup_id: str | None = None
-    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+    properties: models.Properties = field(default_factory=dict, hash=False)
     persistent: bool = True
 
 

@@ -297,7 +297,7 @@ def read_message_packed(reader: wire.Reader) -> models.Message:
     offset = reader.offset
     if reader.body.startswith(wire.NO_PROPERTIES, offset):
         reader.offset = offset + 2
-        properties: dict[str, str] = {}
+        properties: dict[str, models.PropertyValue] = {}
     else:
         properties = reader.properties("message.properties")
     # Positional, in the field order of models.Message: quicker than keywords.

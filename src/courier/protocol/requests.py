@@ -274,6 +274,7 @@ def write_receive_many(writer: wire.Writer, receive: frames.ReceiveMany) -> None
     writer.u32(receive.timeout_ms, "timeout_ms")
     writer.u32(receive.max_wait_ms, "max_wait_ms")
     writer.u32(receive.lease_ms, "lease_ms")
+    writer.optional_name(receive.selector, "selector")  # revision 4
 
 
 def write_deliveries(writer: wire.Writer, delivery_ids: tuple[int, ...]) -> None:
@@ -288,6 +289,7 @@ def write_read(writer: wire.Writer, read: frames.Read) -> None:
     wire.write_order(writer, read.order, "order")
     writer.boolean(read.pop, "pop")
     writer.u32(read.lease_ms, "lease_ms")
+    writer.optional_name(read.selector, "selector")  # revision 4
 
 
 def write_receive(writer: wire.Writer, receive: frames.Receive) -> None:
@@ -296,6 +298,7 @@ def write_receive(writer: wire.Writer, receive: frames.Receive) -> None:
     wire.write_order(writer, receive.order, "order")
     writer.u32(receive.timeout_ms, "timeout_ms")
     writer.u32(receive.lease_ms, "lease_ms")
+    writer.optional_name(receive.selector, "selector")  # revision 4
 
 
 def read_lookup(reader: wire.Reader, field: str) -> tuple[int | None, str | None]:
@@ -397,6 +400,7 @@ def read_read(reader: wire.Reader) -> frames.Read:
         order=reader.order("order"),
         pop=reader.boolean("pop"),
         lease_ms=reader.u32("lease_ms"),
+        selector=reader.optional_name("selector"),
     )
 
 
@@ -407,6 +411,7 @@ def read_receive(reader: wire.Reader) -> frames.Receive:
         order=reader.order("order"),
         timeout_ms=reader.u32("timeout_ms"),
         lease_ms=reader.u32("lease_ms"),
+        selector=reader.optional_name("selector"),
     )
 
 
@@ -473,6 +478,7 @@ def read_receive_many(reader: wire.Reader) -> frames.ReceiveMany:
         timeout_ms=reader.u32("timeout_ms"),
         max_wait_ms=reader.u32("max_wait_ms"),
         lease_ms=reader.u32("lease_ms"),
+        selector=reader.optional_name("selector"),
     )
 
 

@@ -7,7 +7,6 @@ raises ``MalformedBody`` (never struct.error or UnicodeDecodeError) on bad bytes
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TypeVar
 
@@ -18,6 +17,7 @@ U8 = struct.Struct(">B")
 U16 = struct.Struct(">H")
 U32 = struct.Struct(">I")
 I64 = struct.Struct(">q")
+F64 = struct.Struct(">d")
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MICROSECOND = timedelta(microseconds=1)
@@ -116,8 +116,9 @@ class Writer:
         self.pack(U32, len(value), f"len({field})")
         self.buffer += value
 
-    def properties(self, value: Mapping[str, str], field: str) -> None:
-        """A u16 count, then each key and value as a name (see MAX_PROPERTIES)."""
+    def properties(self, value: models.Properties, field: str) -> None:
+        """A u16 count, then each key as a name and its value as a tag byte and the
+        value in that type (see MAX_PROPERTIES and PropertyType)."""
         if not value:
             self.buffer += NO_PROPERTIES
             return
@@ -125,9 +126,24 @@ class Writer:
         if problem:
             raise self.fail(f"{field}: {problem}")
         self.u16(len(value), f"len({field})")
-        for key, text in value.items():
+        for key, item in value.items():
             self.name(key, f"{field} key")
-            self.name(text, f"{field}[{key!r}]")
+            self.property_value(item, f"{field}[{key!r}]")
+
+    def property_value(self, value: models.PropertyValue, field: str) -> None:
+        """A checked value (see ``properties``): its tag, then its bytes."""
+        if isinstance(value, str):
+            self.buffer.append(constants.PropertyType.TEXT)
+            self.name(value, field)
+        elif isinstance(value, bool):
+            self.buffer.append(constants.PropertyType.BOOLEAN)
+            self.boolean(value, field)
+        elif isinstance(value, int):
+            self.buffer.append(constants.PropertyType.INTEGER)
+            self.i64(value, field)
+        else:
+            self.buffer.append(constants.PropertyType.FLOAT)
+            self.buffer += F64.pack(value)
 
     def timestamp(self, value: datetime, field: str) -> None:
         try:
@@ -215,12 +231,12 @@ class Reader:
     def blob(self, field: str) -> bytes:
         return self.take(self.u32(f"len({field})"), field)
 
-    def properties(self, field: str) -> dict[str, str]:
+    def properties(self, field: str) -> dict[str, models.PropertyValue]:
         """Refused when over a limit or a key repeats, before the next is read."""
         count = self.u16(f"len({field})")
         if count > constants.MAX_PROPERTIES:
             raise self.fail(f"{field}: {count} properties; at most {constants.MAX_PROPERTIES}")
-        properties: dict[str, str] = {}
+        properties: dict[str, models.PropertyValue] = {}
         for _ in range(count):
             key = self.name(f"{field} key")
             if not 0 < len(key.encode()) <= constants.MAX_PROPERTY_KEY_BYTES:
@@ -229,17 +245,33 @@ class Reader:
                 )
             if key in properties:
                 raise self.fail(f"{field}: key {key!r} is given twice")
-            size = self.u16(f"len({field}[{key!r}])")
-            if size > constants.MAX_PROPERTY_VALUE_BYTES:
-                raise self.fail(
-                    f"{field}[{key!r}] is {size} bytes; at most "
-                    f"{constants.MAX_PROPERTY_VALUE_BYTES}"
-                )
-            properties[key] = self.text(self.take(size, f"{field}[{key!r}]"), f"{field}[{key!r}]")
-        problem = constants.properties_problem(properties)  # NULs, the total size
+            properties[key] = self.property_value(f"{field}[{key!r}]")
+        problem = constants.properties_problem(properties)  # NULs, floats, the total size
         if problem:
             raise self.fail(f"{field}: {problem}")
         return properties
+
+    def property_value(self, field: str) -> models.PropertyValue:
+        """A tag byte, then the value in that type."""
+        tag = self.u8(f"{field} type")
+        if tag == constants.PropertyType.TEXT:
+            size = self.u16(f"len({field})")
+            if size > constants.MAX_PROPERTY_VALUE_BYTES:
+                raise self.fail(
+                    f"{field} is {size} bytes; at most {constants.MAX_PROPERTY_VALUE_BYTES}"
+                )
+            return self.text(self.take(size, field), field)
+        if tag == constants.PropertyType.INTEGER:
+            return self.i64(field)
+        if tag == constants.PropertyType.FLOAT:
+            value: float = F64.unpack(self.take(F64.size, field))[0]
+            return value
+        if tag == constants.PropertyType.BOOLEAN:
+            return self.boolean(field)
+        raise self.fail(
+            f"{field} type 0x{tag:02x} is unknown (t text, i integer, f float, b boolean;"
+            " a revision-3 client sends none)"
+        )
 
     def timestamp(self, field: str) -> datetime:
         return self.as_timestamp(self.i64(field), field)

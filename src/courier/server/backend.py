@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from courier import errors, models
+from courier import errors, models, selectors
 from courier.db import repository, transactions
 from courier.protocol import frames
 
@@ -111,6 +111,7 @@ class Backend(Protocol):
         order: models.Order = models.Order.TIME,
         pop: bool = False,
         lease: Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> models.Message: ...
 
@@ -136,6 +137,7 @@ class Backend(Protocol):
         sender_id: int | None = None,
         order: models.Order = models.Order.TIME,
         lease: Lease | None = None,
+        selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> list[models.Message]: ...
 

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from courier import config, errors, models, protocol, scram
+from courier import config, errors, models, protocol, scram, selectors
 from courier.protocol import frames
 from courier.protocol.constants import Opcode
 from courier.server import (
@@ -292,13 +292,16 @@ def lease_for(ctx: Context, lease_ms: int, *, pop: bool) -> backend.Lease | None
 
 
 async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
+    reader_id = ctx.session.require_client().id
+    selector = selectors.prepare(request.selector)  # BadSelector before any work
     message = await ctx.services.backend.read(
-        ctx.session.require_client().id,
+        reader_id,
         queue_id=request.queue_id,
         sender_id=request.sender_id,
         order=request.order,
         pop=request.pop,
         lease=lease_for(ctx, request.lease_ms, pop=request.pop),
+        selector=selector,
         timing=ctx.timing,
     )
     return frames.MessageReply(message)
@@ -306,6 +309,7 @@ async def read(ctx: Context, request: frames.Read) -> frames.MessageReply:
 
 async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
     reader_id = ctx.session.require_client().id
+    selector = selectors.prepare(request.selector)
     lease = lease_for(ctx, request.lease_ms, pop=True)
 
     async def pop() -> models.Message:
@@ -316,6 +320,7 @@ async def receive(ctx: Context, request: frames.Receive) -> frames.MessageReply:
             order=request.order,
             pop=True,
             lease=lease,
+            selector=selector,
             timing=ctx.timing,
         )
 
@@ -441,6 +446,7 @@ async def receive_many(ctx: Context, request: frames.ReceiveMany) -> frames.Mess
             f"a batch read takes 1 to {request.max_messages} messages at least"
             f" (max_messages), not {request.min_messages}"
         )
+    selector = selectors.prepare(request.selector)
     timeout = wait_seconds(request.timeout_ms, ctx.services.limits)
     window = wait_seconds(request.max_wait_ms, ctx.services.limits)
     lease = lease_for(ctx, request.lease_ms, pop=True)
@@ -449,7 +455,8 @@ async def receive_many(ctx: Context, request: frames.ReceiveMany) -> frames.Mess
     async def pop_more() -> list[models.Message]:
         messages = await ctx.services.backend.pop_many(
             reader_id, request.queue_id, request.max_messages - len(taken),
-            sender_id=request.sender_id, order=request.order, lease=lease, timing=ctx.timing,
+            sender_id=request.sender_id, order=request.order, lease=lease, selector=selector,
+            timing=ctx.timing,
         )  # fmt: skip
         if not messages:
             raise errors.QueueEmpty()

@@ -9,7 +9,8 @@ statement stored on the ``courier_messages`` channel (payload
 
 A message wakes only as many waiters as it can satisfy: ``count`` of those that
 want it, oldest first. A woken waiter that then takes nothing (another reader was
-quicker, or it reads by sender and the message is from someone else) or leaves
+quicker, it reads by sender and the message is from someone else, or its selector
+does not match the message) or leaves
 without trying (cancelled, timed out) hands its wake-up on to the next waiter that
 was already waiting when the queue's latest message was announced (not only its
 own: another woken waiter may have taken that one, leaving a later message behind),

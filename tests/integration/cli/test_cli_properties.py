@@ -76,7 +76,8 @@ def test_jsonl_lines_carry_properties_and_wrong_types_are_named(
     ]  # fmt: skip
 
     wrong_lines = (
-        ('{"body": "x", "properties": {"n": 1}}', "properties is an object of"),
+        ('{"body": "x", "properties": {"n": null}}', "properties is an object of"),
+        ('{"body": "x", "properties": {"n": {"a": 1}}}', "properties is an object of"),
         ('{"body": "x", "properties": ["a"]}', 'not ["a"]'),
         ('{"body": "x", "properties": {"": "v"}}', "property key 1 is empty"),
     )

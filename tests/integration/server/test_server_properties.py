@@ -13,7 +13,8 @@ from helpers.servers import ServerProcess
 
 
 def entry(key: bytes, value: bytes) -> bytes:
-    return len(key).to_bytes(2, "big") + key + len(value).to_bytes(2, "big") + value
+    """A text property: key, tag t (text), value."""
+    return len(key).to_bytes(2, "big") + key + b"t" + len(value).to_bytes(2, "big") + value
 
 
 async def test_properties_travel_on_the_wire_and_bad_ones_are_refused(

@@ -118,3 +118,12 @@ def test_the_tally_hands_out_its_budget_once() -> None:
 def test_every_eighth_connection_stalls(slot: int) -> None:
     role = fuzzclients.role_of(slot)
     assert (role == fuzzclients.STALLER) == (slot % 8 == 7)
+
+
+def test_the_pool_holds_selective_reads_and_typed_properties() -> None:
+    requests = fuzzframes.valid_requests(TARGETS)
+    selectors = {getattr(request, "selector", None) for request in requests} - {None}
+    assert selectors == set(fuzzframes.SELECTORS)
+    drafts = [d for r in requests if isinstance(r, frames.SendMany) for d in r.messages]
+    values = [v for r in [*requests, *drafts] for v in getattr(r, "properties", {}).values()]
+    assert {type(value) for value in values} == {str, int, float, bool}

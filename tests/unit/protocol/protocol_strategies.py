@@ -24,11 +24,17 @@ modes = st.sampled_from(models.ClientMode)
 orders = st.sampled_from(models.Order)
 request_ids = u32s
 property_text = st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))
+property_values = st.one_of(
+    st.text(property_text, max_size=24),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.booleans(),
+)
 property_maps = st.dictionaries(
     st.text(property_text, min_size=1, max_size=12),
-    st.text(property_text, max_size=24),
+    property_values,
     max_size=4,
-)  # text keys (never empty) to text values, without NUL (which Courier cannot store)
+)  # text keys (never empty) to typed values; text without NUL (Courier cannot store it)
 times = st.datetimes(
     min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
 )
@@ -98,6 +104,7 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         order=orders,
         pop=st.booleans(),
         lease_ms=u32s,
+        selector=optional_names,
     ),
     st.builds(
         protocol.Receive,
@@ -106,6 +113,19 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
         order=orders,
         timeout_ms=u32s,
         lease_ms=u32s,
+        selector=optional_names,
+    ),
+    st.builds(
+        protocol.ReceiveMany,
+        queue_id=ids,
+        sender_id=optional_ids,
+        order=orders,
+        max_messages=st.integers(0, 1000),
+        timeout_ms=u32s,
+        lease_ms=u32s,
+        min_messages=st.integers(0, 1000),
+        max_wait_ms=u32s,
+        selector=optional_names,
     ),
     st.builds(protocol.AwaitResponse, queue_id=ids, context=i64s, timeout_ms=u32s),
     st.just(protocol.QueuesForMe()),

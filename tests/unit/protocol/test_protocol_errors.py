@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import struct
 from datetime import UTC, datetime
 from typing import Any
@@ -250,13 +251,18 @@ LEASED_PROPERTIES = protocol.MessageReply(
         (SEND, None, 13, "delay_ms"),
         (SEND_PROPERTIES, None, 2, "properties['k']"),
         (SEND_PROPERTIES, None, 4, "len(properties['k'])"),
-        (SEND_PROPERTIES, None, 6, "properties key"),
-        (SEND_PROPERTIES, None, 7, "len(properties key)"),
+        (SEND_PROPERTIES, None, 6, "properties['k'] type"),
+        (SEND_PROPERTIES, None, 7, "properties key"),
+        (SEND_PROPERTIES, None, 8, "len(properties key)"),
         (PUBLISH, None, 1, "persistent"),
         (SEND_MANY, None, 1, "persistent"),
-        (protocol.Read(None, None, models.Order.TIME, True, 5), None, 1, "lease_ms"),
-        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 4, "lease_ms"),
-        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 5, "timeout_ms"),
+        (protocol.Read(None, None, models.Order.TIME, True, 5), None, 1, "len(selector)"),
+        (protocol.Read(None, None, models.Order.TIME, True, 5), None, 3, "lease_ms"),
+        (protocol.Read(None, None, models.Order.TIME, True, 5, "k = 1"), None, 1, "selector"),
+        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 2, "len(selector)"),
+        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 6, "lease_ms"),
+        (protocol.Receive(1, None, models.Order.TIME, 0, 5), None, 7, "timeout_ms"),
+        (protocol.ReceiveMany(1, None, models.Order.TIME, 5), None, 1, "len(selector)"),
         (protocol.Cancel(request_id=7), None, 1, "request_id"),
         (protocol.ConfigureQueue(1, 3, 2, True), None, 1, "overflow"),
         (protocol.ConfigureQueue(1, 3, 2, True), None, 2, "max_bytes presence"),
@@ -283,7 +289,8 @@ LEASED_PROPERTIES = protocol.MessageReply(
         (LEASED, protocol.Opcode.READ, 17, "message.deliveries"),
         (LEASED, protocol.Opcode.READ, 21, "message.delivery"),
         (LEASED_PROPERTIES, protocol.Opcode.READ, 1, "message.properties['k']"),
-        (LEASED_PROPERTIES, protocol.Opcode.READ, 8, "len(message.properties)"),
+        (LEASED_PROPERTIES, protocol.Opcode.READ, 5, "message.properties['k'] type"),
+        (LEASED_PROPERTIES, protocol.Opcode.READ, 9, "len(message.properties)"),
     ],
 )
 def test_truncated_new_fields_are_malformed(
@@ -427,7 +434,12 @@ def send_with(properties: bytes) -> bytes:
 
 
 def entry(key: bytes, value: bytes) -> bytes:
-    return len(key).to_bytes(2, "big") + key + len(value).to_bytes(2, "big") + value
+    """A text property: key, tag t, value."""
+    return len(key).to_bytes(2, "big") + key + b"t" + len(value).to_bytes(2, "big") + value
+
+
+def typed_entry(key: bytes, tag: int, value: bytes) -> bytes:
+    return len(key).to_bytes(2, "big") + key + bytes([tag]) + value
 
 
 @pytest.mark.parametrize(
@@ -440,6 +452,17 @@ def entry(key: bytes, value: bytes) -> bytes:
         ((2).to_bytes(2, "big") + entry(b"k", b"a") + entry(b"k", b"b"), "'k' is given twice"),
         ((1).to_bytes(2, "big") + entry(b"k", b"\xff"), "not valid UTF-8"),
         ((1).to_bytes(2, "big") + entry(b"k", b"a\x00b"), "holds a NUL character"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", 0, b""), "type 0x00 is unknown"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", 1, b"\x00"), "type 0x01 is unknown"),
+        ((1).to_bytes(2, "big") + typed_entry(b"k", ord("b"), b"\x02"), "a boolean must be 0 or 1"),
+        (
+            (1).to_bytes(2, "big") + typed_entry(b"k", ord("f"), struct.pack(">d", math.nan)),
+            "is not finite",
+        ),
+        (
+            (1).to_bytes(2, "big") + typed_entry(b"k", ord("f"), struct.pack(">d", -math.inf)),
+            "is not finite",
+        ),
         (
             (4).to_bytes(2, "big") + b"".join(entry(b"k%d" % n, b"v" * 4095) for n in range(4)),
             "the properties are 16388 bytes; a message carries at most 16384",
@@ -469,14 +492,37 @@ def test_properties_at_the_limits_pass() -> None:
         ({"": "v"}, "property key 1 is empty"),
         ({"k" * 256: "v"}, "a key is 1 to 255 bytes"),
         ({"k": "v" * 4097}, "a value is at most 4096 bytes"),
-        ({"k": 5}, "keys and values are text"),
+        ({"k": None}, "a value is text, an integer, a float or a boolean, not NoneType"),
+        ({"k": b"x"}, "a value is text, an integer, a float or a boolean, not bytes"),
+        ({"k": 2**63}, "the integer 9223372036854775808 is outside the 64-bit range"),
+        ({"k": -(2**63) - 1}, "outside the 64-bit range"),
+        ({"k": math.inf}, "the float inf is not finite"),
+        ({"k": math.nan}, "the float nan is not finite"),
+        ({5: "v"}, "keys are text (str), not int"),
         ({"k": "\x00"}, "holds a NUL character"),
         ({f"k{n}": "v" * 4000 for n in range(5)}, "a message carries at most 16384"),
     ],
 )
 def test_the_encoder_refuses_properties_beyond_the_limits(
-    properties: dict[str, str], reason: str
+    properties: dict[object, object], reason: str
 ) -> None:
     with pytest.raises(protocol.EncodeError) as caught:
         protocol.encode(1, protocol.Send((1,), b"x", None, 5, None, properties=properties))
     assert reason in str(caught.value)
+
+
+@pytest.mark.parametrize("size", [0, 2, 255, 256, 300, 4096])
+def test_a_revision_3_property_is_refused_never_misread(size: int) -> None:
+    # Revision 3 wrote a value as a name: its first byte, the high byte of a length
+    # of at most 4096, is never a tag (tags are letters, above 0x10).
+    old = len(b"k").to_bytes(2, "big") + b"k" + size.to_bytes(2, "big") + b"v" * size
+    (raw,) = protocol.Decoder().feed(send_with((1).to_bytes(2, "big") + old))
+    with pytest.raises(protocol.MalformedBody) as caught:
+        protocol.parse(raw)
+    assert "type 0x" in caught.value.reason and "is unknown" in caught.value.reason
+
+
+def test_a_tag_never_reads_as_a_revision_3_length() -> None:
+    # The other way round: a revision-3 reader takes the tag as a length's high byte,
+    # and every tag makes a length beyond the 4096 it accepts.
+    assert min(constants.PropertyType) << 8 > constants.MAX_PROPERTY_VALUE_BYTES

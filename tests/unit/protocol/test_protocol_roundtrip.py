@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import itertools
+import math
 from datetime import UTC, datetime
 
 import protocol_strategies as strategies
@@ -155,3 +156,16 @@ def test_module_examples() -> None:
         result = doctest.testmod(module)
         assert result.attempted > 0
         assert result.failed == 0
+
+
+def test_every_property_type_keeps_its_type_through_the_wire() -> None:
+    # dict equality cannot tell True from 1 or 1.0 from 1: compare the types too
+    properties = {"t": "x", "i": 1, "f": 1.0, "b": True, "zero": 0, "no": False, "neg": -0.0}
+    send = protocol.Send((1,), b"x", None, 5, None, properties=properties)
+    (raw,) = protocol.Decoder().feed(protocol.encode(1, send))
+    parsed = protocol.parse(raw)
+    assert isinstance(parsed, protocol.Send)
+    assert [(k, type(v), v) for k, v in parsed.properties.items()] == [
+        (k, type(v), v) for k, v in properties.items()
+    ]
+    assert math.copysign(1.0, parsed.properties["neg"]) == -1.0  # type: ignore[arg-type]

@@ -992,3 +992,60 @@ LANGUAGE sql AS $$
               FROM unnest(p_send_groups) g),
         p_pop_groups)
 $$;
+
+-- == Selectors (migration 0019) =====================================================
+-- The mock tier takes a selector and ignores it: every read answers as without one.
+
+CREATE FUNCTION courier_select_ids_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lock boolean, p_selector jsonpath, p_vars jsonb)
+RETURNS bigint[]
+LANGUAGE sql AS $$ SELECT ARRAY[1]::bigint[] $$;
+
+CREATE FUNCTION courier_check_read_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer)
+RETURNS void
+LANGUAGE sql AS $$ SELECT $$;
+
+CREATE FUNCTION courier_read_v4(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text, p_pop boolean,
+    p_lease_ms integer, p_instance_id bigint, p_selector jsonpath, p_vars jsonb,
+    OUT status smallint, OUT id bigint, OUT queue_id bigint, OUT sender_id bigint,
+    OUT receiver_id bigint, OUT context bigint, OUT priority smallint,
+    OUT created_at timestamptz, OUT body bytea, OUT deliveries integer,
+    OUT delivery_id bigint, OUT dead_from bigint, OUT failure text, OUT properties jsonb,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_read_v3(p_reader_id, p_queue_id, p_sender_id, p_order, p_pop,
+                                  p_lease_ms, p_instance_id)
+$$;
+
+CREATE FUNCTION courier_pop_many_v3(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint, p_selector jsonpath,
+    p_vars jsonb)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               properties jsonb, exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                                      p_lease_ms, p_instance_id)
+$$;
+
+CREATE FUNCTION courier_take_selected_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text,
+    p_count integer, p_lease_ms integer, p_instance_id bigint, p_selector jsonpath,
+    p_vars jsonb)
+RETURNS TABLE (id bigint, queue_id bigint, sender_id bigint, receiver_id bigint,
+               context bigint, priority smallint, created_at timestamptz, body bytea,
+               deliveries integer, delivery_id bigint, dead_from bigint, failure text,
+               properties jsonb)
+LANGUAGE sql AS $$
+    SELECT p.id, p.queue_id, p.sender_id, p.receiver_id, p.context, p.priority,
+           p.created_at, p.body, p.deliveries, p.delivery_id, p.dead_from, p.failure,
+           p.properties
+    FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
+                             p_lease_ms, p_instance_id) p
+$$;

@@ -126,7 +126,7 @@ class Agent:
             self._bodies[size] = workloads.message_body(size)
         return self._bodies[size]
 
-    def where(self, kind: kinds.Kind, to: str | None, properties: Mapping[str, str]) -> str:
+    def where(self, kind: kinds.Kind, to: str | None, properties: models.Properties) -> str:
         """The destination of a message of ``kind`` to a location of type ``to``."""
         if kind.topic:
             family = self.rng.randrange(self.world.plan.families)
@@ -136,14 +136,14 @@ class Agent:
         elif to == "self" or to == self.type:
             location = self.name
         elif to in properties:
-            location = properties[str(to)]
+            location = str(properties[str(to)])
         else:
             location = self.rng.choice(self.world.plan.names(str(to)))
         return destinations.queue_name(location, kind.name)
 
     def first_offer(self, message: models.Message) -> bool:
         """Whether this offer is the first for its call for offers (the one ordered)."""
-        call = message.properties.get("call", "")
+        call = str(message.properties.get("call", ""))
         if call in self._offers_taken:
             return False
         self._offers_taken.add(call)
@@ -184,7 +184,7 @@ async def handle(agent: Agent, kind: kinds.Kind, message: models.Message) -> Non
 async def _send_all(
     agent: Agent,
     steps: Iterable[tuple[str, str | None]],
-    properties: Mapping[str, str],
+    properties: models.Properties,
     tx: Transaction | None = None,
 ) -> None:
     for name, to in steps:

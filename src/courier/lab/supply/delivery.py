@@ -7,9 +7,9 @@ with that delivery mode. The evidence's ``ran_persistent`` records the mode appl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from courier import models
 from courier.client import AsyncClient
 from courier.client.transactions import Transaction
 from courier.lab.supply import kinds
@@ -25,7 +25,7 @@ async def deliver(
     kind: kinds.Kind,
     destination: str,
     body: str,
-    properties: Mapping[str, str],
+    properties: models.Properties,
     tx: Transaction | None = None,
 ) -> None:
     """Send (queue kinds) or publish (topic kinds), within ``tx`` when given."""
