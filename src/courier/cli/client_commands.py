@@ -526,8 +526,10 @@ def nack(deliveries: tuple[int, ...], delay: float, reason: str | None) -> None:
 def failure_text(settled: models.Settled) -> str:
     """The server's reason, which names the delivery itself in most cases; prefixed
     with it where it does not."""
-    named = f"delivery {settled.delivery} "
-    return settled.message if named in f"{settled.message} " else f"{named.strip()}: {settled.message}"
+    named = f"delivery {settled.delivery}"
+    if f"{named} " in f"{settled.message} ":
+        return settled.message
+    return f"{named}: {settled.message}"
 
 
 def report_settled(settled: list[models.Settled], done: str) -> None:
