@@ -526,10 +526,8 @@ def nack(deliveries: tuple[int, ...], delay: float, reason: str | None) -> None:
 def failure_text(settled: models.Settled) -> str:
     """The server's reason, which names the delivery itself in most cases; prefixed
     with it where it does not."""
-    named = f"delivery {settled.delivery}"
-    if f"{named} " in f"{settled.message} ":
-        return settled.message
-    return f"{named}: {settled.message}"
+    named, message = f"delivery {settled.delivery}", settled.message or "not settled"
+    return message if f"{named} " in f"{message} " else f"{named}: {message}"
 
 
 def report_settled(settled: list[models.Settled], done: str) -> None:
