@@ -475,19 +475,10 @@ class Repository:
         given and nothing in it is visible), NoMessage (sender-only read found none).
         A pop with a lease keeps the message, invisible, until it is acknowledged.
         With a selector, only a message it matches."""
-        if selector is not None:
-            row = await self._call(
-                "courier_read_v4($1, $2, $3, $4, $5, $6, $7, $8::text::jsonpath, $9::jsonb)",
-                reader_id, queue_id, sender_id, str(order), pop,
-                lease.ms if lease else 0, lease.instance_id if lease else None,
-                selector.path, selector.vars,
-                timing=timing,
-            )  # fmt: skip
-            return _message(row)
+        call, selective = _read_call("courier_read_v3", "courier_read_v4", selector)
         row = await self._call(
-            "courier_read_v3($1, $2, $3, $4, $5, $6, $7)",
-            reader_id, queue_id, sender_id, str(order), pop,
-            lease.ms if lease else 0, lease.instance_id if lease else None,
+            call, reader_id, queue_id, sender_id, str(order), pop,
+            lease.ms if lease else 0, lease.instance_id if lease else None, *selective,
             timing=timing,
         )  # fmt: skip
         return _message(row)
@@ -613,19 +604,10 @@ class Repository:
         """Pop up to ``count`` messages visible to the reader, in read order; an empty
         list when there are none. QueueNotFound. With a lease, as ``read``; with a
         selector, only messages it matches."""
-        if selector is not None:
-            rows = await self._call_many(
-                "courier_pop_many_v3($1, $2, $3, $4, $5, $6, $7, $8::text::jsonpath, $9::jsonb)",
-                reader_id, queue_id, sender_id, str(order), count,
-                lease.ms if lease else 0, lease.instance_id if lease else None,
-                selector.path, selector.vars,
-                timing=timing,
-            )  # fmt: skip
-            return [_message(row) for row in rows]
+        call, selective = _read_call("courier_pop_many_v2", "courier_pop_many_v3", selector)
         rows = await self._call_many(
-            "courier_pop_many_v2($1, $2, $3, $4, $5, $6, $7)",
-            reader_id, queue_id, sender_id, str(order), count,
-            lease.ms if lease else 0, lease.instance_id if lease else None,
+            call, reader_id, queue_id, sender_id, str(order), count,
+            lease.ms if lease else 0, lease.instance_id if lease else None, *selective,
             timing=timing,
         )  # fmt: skip
         return [_message(row) for row in rows]
@@ -1146,6 +1128,18 @@ def _queues(row: Any) -> list[models.Queue]:
 
 # A message row without these is no message (e.g. a read that found its row gone).
 _MESSAGE_REQUIRED = ("id", "queue_id", "sender_id", "priority", "created_at", "body")
+
+
+def _read_call(
+    plain: str, selective: str, selector: selectors.Compiled | None
+) -> tuple[str, tuple[str, ...]]:
+    """The call of a read's stored function on its seven arguments, and what follows
+    them: the plain function without a selector (its plans stay as they were), else
+    its selective version with the selector's jsonpath and variables as two more."""
+    if selector is None:
+        return f"{plain}($1, $2, $3, $4, $5, $6, $7)", ()
+    call = f"{selective}($1, $2, $3, $4, $5, $6, $7, $8::text::jsonpath, $9::jsonb)"
+    return call, (selector.path, selector.vars)
 
 
 def _message(row: Any) -> models.Message:
