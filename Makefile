@@ -25,8 +25,10 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) apt-get install -y -qq chromium; }
 
+# Two workers, one per core of the development box; a file's tests stay together so
+# that its module fixtures (servers, Spark runs) start once.
 test: venv java chromium
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 lint: venv
 	$(BIN)/ruff check src tests
