@@ -784,6 +784,52 @@ class Repository:
     def _dedup_window_ms(self) -> int:
         return round(self.limits.dedup_window * 1000)
 
+    # -- nodes (docs/architecture.md, *Nodes*) -----------------------------------
+    async def queue_home(self, name: str, *, timing: Timing | None = None) -> int | None:
+        """On the control node: the node holding the queue of that name, if any."""
+        row = await self._call("courier_queue_home_v1($1)", name, timing=timing)
+        home: int | None = row["node_id"]
+        return home
+
+    async def place_queue(self, *, timing: Timing | None = None) -> int:
+        """On the control node: the active node a new queue goes to."""
+        row = await self._call("courier_place_queue_v1()", timing=timing)
+        node: int = row["node_id"]
+        return node
+
+    async def reserve_queue_home(
+        self, name: str, node_id: int, *, timing: Timing | None = None
+    ) -> None:
+        """On the control node: claim a queue name for another node. QueueExists."""
+        await self._call("courier_reserve_queue_home_v1($1, $2)", name, node_id, timing=timing)
+
+    async def release_queue_home(
+        self, name: str, node_id: int, *, timing: Timing | None = None
+    ) -> None:
+        """On the control node: give up the claim of ``reserve_queue_home``."""
+        await self._call("courier_release_queue_home_v1($1, $2)", name, node_id, timing=timing)
+
+    async def adopt_client(
+        self, client: models.ClientInfo, *, timing: Timing | None = None
+    ) -> None:
+        """On a node other than the control node: keep a copy of the client."""
+        admin = client.mode is models.ClientMode.ADMIN
+        mode = models.ClientMode.READ_WRITE if admin else client.mode
+        await self._call(
+            "courier_adopt_client_v1($1, $2, $3, $4)", client.id, client.name, str(mode), admin,
+            timing=timing,
+        )  # fmt: skip
+
+    async def release_instances(
+        self, instance_ids: Sequence[int], *, timing: Timing | None = None
+    ) -> int:
+        """Give back the leases taken through these (gone) middleware instances."""
+        row = await self._call(
+            "courier_release_instances_v1($1)", list(instance_ids), timing=timing
+        )
+        released: int = row["released"]
+        return released
+
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
         """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""

@@ -14,7 +14,7 @@ import signal
 import uvloop
 
 from courier import config, errors, protocol, tls
-from courier.db import batching, listen, mock, pools, repository
+from courier.db import batching, listen, mock, pools, repository, routing
 from courier.server import (
     backend,
     connection,
@@ -24,6 +24,7 @@ from courier.server import (
     logouts,
     measurement_hook,
     metrics,
+    node_links,
     registry,
     sweeper,
     waiters,
@@ -63,6 +64,7 @@ class Server:
         )
         self._waiters = waiters.Waiters()
         self._repo: repository.Repository | None = None
+        self._node_links: node_links.NodeLinks | None = None
         self._health: repository.Repository | None = None
         self._notifier: listen.NotificationListener | None = None
         self._registry: registry.InstanceRegistry | None = None
@@ -79,9 +81,11 @@ class Server:
             store: backend.Backend = mock.MockBackend()
             instance_id = 0
         else:
-            repo = await self._open_database()
-            store, instance_id = repo, await self._register(await self._open_health_link())
-            self._sweeper = sweeper.Sweeper(repo)
+            routed = routing.RoutedBackend(await self._open_database())
+            await self._link_nodes(routed)
+            health = routing.RoutedInstances(await self._open_health_link(), routed)
+            store, instance_id = routed, await self._register(health)
+            self._sweeper = sweeper.Sweeper(routed)
             self._sweeper.start()
         pending_logouts = logouts.PendingLogouts(
             store, self._current_instance_id, self._listener.serves
@@ -132,6 +136,15 @@ class Server:
         )  # fmt: skip
         await self._notifier.start()
         return self._repo
+
+    async def _link_nodes(self, routed: routing.RoutedBackend) -> None:
+        """Reach the other nodes of a cluster (none for a single database)."""
+        settings = self.settings
+        kind = batching.BatchedRepository if settings.batching else repository.Repository
+        self._node_links = node_links.NodeLinks(
+            settings, routed, lambda pool: kind(pool, settings.limits, settings.pool), self._waiters
+        )
+        await self._node_links.start()
 
     def _listen_restored(self) -> None:
         """Notifications sent while the LISTEN link was down are lost: every waiter
@@ -193,6 +206,8 @@ class Server:
             await self._sweeper.stop()
         if self._notifier is not None:
             await self._notifier.close()
+        if self._node_links is not None:
+            await self._node_links.stop()
         for repo in (self._repo, self._health):
             if repo is not None:
                 await repo.close()

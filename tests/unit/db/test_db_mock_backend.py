@@ -7,7 +7,7 @@ import inspect
 import pytest
 
 from courier import models
-from courier.db import batching, mock, repository
+from courier.db import batching, mock, repository, routing
 from courier.server import backend
 
 
@@ -28,6 +28,17 @@ def test_every_storage_has_every_boundary_method_with_the_same_parameters(
     # The boundary's method set is said once, by the protocols the server calls.
     wanted = {**public_methods(backend.Backend), **public_methods(backend.InstanceStore)}
     offered = public_methods(storage)
+    assert set(wanted) <= set(offered)
+    for name, signature in wanted.items():
+        assert list(offered[name].parameters) == list(signature.parameters), name
+
+
+@pytest.mark.parametrize(
+    ("storage", "boundary"),
+    [(routing.RoutedBackend, backend.Backend), (routing.RoutedInstances, backend.InstanceStore)],
+)
+def test_the_routed_storage_of_a_cluster_keeps_the_boundary(storage: type, boundary: type) -> None:
+    wanted, offered = public_methods(boundary), public_methods(storage)
     assert set(wanted) <= set(offered)
     for name, signature in wanted.items():
         assert list(offered[name].parameters) == list(signature.parameters), name

@@ -1,0 +1,76 @@
+"""A middleware in front of two database nodes: each request goes to its queue's node."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+import courier
+from courier import errors
+from courier.db import nodes
+from helpers.servers import StartServer, address
+
+if TYPE_CHECKING:
+    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
+
+
+@pytest.fixture
+def second_dsn(databases: TestDatabases) -> Iterator[str]:
+    created = databases.create()
+    yield created
+    databases.drop(created)
+
+
+async def test_a_receive_on_the_second_node_is_woken_by_a_send_through_another_middleware(
+    start_server: StartServer, dsn: str, second_dsn: str
+) -> None:
+    await nodes.add_node(dsn, second_dsn)
+    server_a, server_b = await start_server(), await start_server()
+    async with courier.AsyncClient.connect(address(server_a)) as setup:
+        await setup.register("alice")
+        await setup.register("bob")
+        await setup.login(name="alice")
+        one, two = await setup.create_queue("one"), await setup.create_queue("two")
+    assert (nodes.node_of(one.id), nodes.node_of(two.id)) == (1, 2)
+    async with (
+        courier.AsyncClient.connect(address(server_a), name="bob") as bob,
+        courier.AsyncClient.connect(address(server_b), name="alice") as alice,
+    ):
+        waiting = asyncio.create_task(bob.receive("two", timeout=10))
+        await asyncio.sleep(0.3)  # bob waits before the message exists
+        began = time.perf_counter()
+        [sent] = await alice.send("two", "hello")
+        received = await waiting
+        assert received is not None and (received.id, received.text) == (sent, "hello")
+        assert time.perf_counter() - began < 5  # woken by node 2's notification
+        with pytest.raises(errors.BadRequest, match="spans nodes 1, 2"):
+            await alice.send(["one", "two"], "to both")
+        assert {queue.name for queue in await bob.list_queues()} == {"one", "two"}
+        assert (await bob.get_queue("two")).id == two.id
+
+
+async def test_a_node_added_while_the_middleware_runs_takes_new_queues(
+    start_server: StartServer, dsn: str, second_dsn: str
+) -> None:
+    server = await start_server()
+    async with courier.AsyncClient.connect(address(server)) as client:
+        await client.register("alice")
+        await client.login(name="alice")
+        first = await client.create_queue("before")
+        await nodes.add_node(dsn, second_dsn)
+        deadline = time.monotonic() + 10
+        for attempt in range(1000):  # the middleware looks at the list of nodes every 2 s
+            second = await client.create_queue(f"after-{attempt}")
+            if nodes.node_of(second.id) == 2:
+                break
+            await client.delete_queue(second.name)
+            assert time.monotonic() < deadline, "the new node was never linked"
+            await asyncio.sleep(0.2)
+        assert nodes.node_of(first.id) == 1
+        await client.send(second.name, "on node 2")
+        popped = await client.pop(second.name)
+        assert popped is not None and popped.text == "on node 2"
