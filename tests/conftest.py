@@ -24,6 +24,8 @@ Fixtures
                         ``without_default_secrets`` turns that off for a test.
     unique              ``unique(prefix)``: a name no other test has used, so tests
                         can share ``module_dsn`` and its servers (``helpers.names``).
+    spark               (session) the one Spark session (local[2]) of this test process;
+                        nothing else may stop it, since a later test would find it dead.
 
 Sync tests may use ``dsn`` too: the database work runs on its own thread and loop.
 """
@@ -41,7 +43,7 @@ import urllib.parse
 import uuid
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import asyncpg
 import pytest
@@ -49,6 +51,9 @@ import pytest
 from courier.db import embedded, repository, schema
 from helpers.names import Unique, unique_name
 from helpers.servers import ServerProcess, running_servers
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytest_plugins = ["helpers.credentials"]  # default_secrets, without_default_secrets
 
@@ -193,3 +198,12 @@ def secrets_by_default(default_secrets: None) -> None:
 @pytest.fixture
 def unique() -> Unique:
     return unique_name
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[SparkSession]:
+    from courier.analysis import session  # PySpark loads only in the processes that need it
+
+    started = session.create("local[2]", driver_memory="1g")
+    yield started
+    started.stop()

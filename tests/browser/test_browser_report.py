@@ -9,11 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from playwright.async_api import Page
 
-from courier.analysis import pipeline, session, synthetic
+from courier.analysis import pipeline, synthetic
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.slow
 
@@ -22,7 +26,7 @@ VIEWPORT_HEIGHT = 900  # the page fixture's viewport
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def report(tmp_path_factory: pytest.TempPathFactory, spark: SparkSession) -> Iterator[Path]:
     experiment = synthetic.write_experiment(
         tmp_path_factory.mktemp("report") / "exp",
         factors={"clients": [1, 8], "instances": [1, 2]},
@@ -30,11 +34,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         requests_per_run=3_000,
         arrival="open",
     )
-    spark = session.create("local[2]", driver_memory="1g")
-    try:
-        summary = pipeline.run(experiment, spark=spark)
-    finally:
-        spark.stop()
+    summary = pipeline.run(experiment, spark=spark)
     yield summary.report_dir / "index.html"
 
 

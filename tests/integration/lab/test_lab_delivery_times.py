@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +18,7 @@ import pytest
 from lab_helpers import quick_spec
 from pyspark.sql import SparkSession
 
-from courier.analysis import pipeline, session
+from courier.analysis import pipeline
 from courier.client import AsyncClient
 from courier.lab import process_recording, runner
 from courier.measurements import manifest as manifest_
@@ -31,13 +30,6 @@ WAIT_S = 0.2
 MESSAGES = 8
 LEFT_WAITING = 3
 MS = 1e6
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    spark = session.create("local[2]", driver_memory="1g")
-    yield spark
-    spark.stop()
 
 
 async def produce_and_consume(address: str, run_dir: Path) -> list[tuple[int, int]]:

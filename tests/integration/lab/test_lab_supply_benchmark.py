@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from pyspark.sql import SparkSession
 
-from courier.analysis import benchmark, session
+from courier.analysis import benchmark
 from courier.cli import main
 from courier.lab import runner
 from courier.lab.supply import bench, kinds, mix, topology
@@ -28,13 +27,6 @@ from courier.measurements import destinations
 pytestmark = pytest.mark.slow
 
 SMOKE = Path(__file__).parents[3] / "experiments" / "supply-smoke.toml"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    spark = session.create("local[2]", driver_memory="1g")
-    yield spark
-    spark.stop()
 
 
 @pytest.fixture(scope="module")
