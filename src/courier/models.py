@@ -71,6 +71,58 @@ class Topic:
     subscriptions: tuple[Subscription, ...] = ()
 
 
+class Policy(enum.StrEnum):
+    """How a replicated queue gives its members to the producers and consumers that
+    join it."""
+
+    BALANCED = "balanced"  # each member an equal share of producers and of consumers
+    ROUND_ROBIN = "round_robin"  # the next member in turn, whatever the role
+
+
+class Role(enum.StrEnum):
+    """What a client joins a replicated queue as."""
+
+    PRODUCER = "producer"
+    CONSUMER = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """One member of a replicated queue: an ordinary queue (``queue``, ``queue_name``)
+    on ``node``, with the producers and consumers that joined it and its ``length``
+    (ready messages, counted up to 10,000)."""
+
+    member: int
+    queue: int
+    queue_name: str
+    node: int
+    producers: int = 0
+    consumers: int = 0
+    length: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicatedQueue:
+    """A queue spread over members on distinct nodes (docs/nodes.md)."""
+
+    id: int
+    name: str
+    policy: Policy
+    members: tuple[Replica, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """A producer's or consumer's place in a replicated queue: the member it was given
+    (``queue`` is that member's queue) until it leaves or its session ends."""
+
+    id: int
+    member: int
+    queue: int
+    queue_name: str
+    replicas: int
+
+
 @dataclass(frozen=True, slots=True)
 class QueueSettings:
     """How a queue treats messages that fail: after ``max_deliveries`` deliveries a

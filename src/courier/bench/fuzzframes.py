@@ -185,7 +185,8 @@ def selective_reads(queue: int) -> list[frames.Request]:
 
 
 def topic_requests(targets: Targets) -> list[frames.Request]:
-    """The topic requests and commits, on topics named after the fuzzers' own queues."""
+    """The topic requests, commits and replicated queues, named after the fuzzers' own
+    queues."""
     queue = targets.queue_ids[0]
     found: list[frames.Request] = [
         frames.ListTopics(), frames.Unsubscribe(queue),
@@ -202,6 +203,10 @@ def topic_requests(targets: Targets) -> list[frames.Request]:
             frames.Publish(None, topic, b"later", None, 9, -1, 10, 60_000, "fuzz"),
             frames.Commit(1, (frames.Publish(None, topic, b"in a tx", None, 5, None),)),
             frames.DeleteTopic(None, topic),
+            frames.CreateReplicated(f"{name}-rq", 1), frames.GetReplicated(f"{name}-rq"),
+            frames.JoinReplicated(f"{name}-rq", models.Role.PRODUCER),
+            frames.JoinReplicated(f"{name}-rq", models.Role.CONSUMER),
+            frames.LeaveReplicated(1), frames.DeleteReplicated(f"{name}-rq"),
         ]  # fmt: skip
     return found
 

@@ -27,6 +27,7 @@ from courier.client import (
     clock,
     measurement_hook,
     queue_refs,
+    replicated,
     session,
     topics,
     transactions,
@@ -49,7 +50,7 @@ class ClientOptions(TypedDict, total=False):
     ca: str | Path | None
 
 
-class AsyncClient(topics.TopicMethods):
+class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
     """A Courier client: one connection at a time, failing over across ``servers``."""
 
     def __init__(

@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 from courier import errors
-from courier.client import async_client, transactions
+from courier.client import async_client, replicated, transactions
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -132,6 +132,14 @@ class Client:
         publishes and acks buffered, then committed all or none."""
         return Transaction(self._thread, self.async_client.transaction())
 
+    def producer(self, name: str) -> Place:
+        """Join a replicated queue as a producer (``AsyncClient.producer``)."""
+        return Place(self._thread, self._thread.run(self.async_client.producer(name)))
+
+    def consumer(self, name: str) -> Place:
+        """Join a replicated queue as a consumer (``AsyncClient.consumer``)."""
+        return Place(self._thread, self._thread.run(self.async_client.consumer(name)))
+
     open = blocking(async_client.AsyncClient.open)
     register = blocking(async_client.AsyncClient.register)
     login = blocking(async_client.AsyncClient.login)
@@ -168,6 +176,9 @@ class Client:
     list_topics = blocking(async_client.AsyncClient.list_topics)
     subscribe = blocking(async_client.AsyncClient.subscribe)
     unsubscribe = blocking(async_client.AsyncClient.unsubscribe)
+    create_replicated_queue = blocking(async_client.AsyncClient.create_replicated_queue)
+    get_replicated_queue = blocking(async_client.AsyncClient.get_replicated_queue)
+    delete_replicated_queue = blocking(async_client.AsyncClient.delete_replicated_queue)
     publish = blocking(async_client.AsyncClient.publish)
 
 
@@ -209,3 +220,30 @@ async def _build(
 ) -> async_client.AsyncClient:
     # Built on the loop thread, so everything asyncio inside belongs to that loop.
     return async_client.AsyncClient(servers, **options)
+
+
+class Place:
+    """The blocking twin of a producer's or consumer's place in a replicated queue:
+    each of its coroutine methods (``send``, ``receive``, ``leave``, ...) blocks."""
+
+    def __init__(self, thread: LoopThread, place: replicated.Place) -> None:
+        self._thread = thread
+        self.place = place
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.place, name)
+        if not asyncio.iscoroutinefunction(found):
+            return found
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._thread.run(found(*args, **kwargs))
+
+        return functools.update_wrapper(call, found)
+
+    def __enter__(self) -> Place:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._thread.run(self.place.leave())

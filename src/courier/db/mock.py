@@ -322,6 +322,45 @@ class MockBackend:
 
     # -- topics: one fixed subscription whose queue is the fixed queue ---------------
 
+    async def create_replicated_queue(
+        self,
+        name: str,
+        replicas: int,
+        *,
+        policy: models.Policy = models.Policy.BALANCED,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: repository.Timing | None = None,
+    ) -> models.ReplicatedQueue:
+        return _replicated(name, replicas, policy)
+
+    async def delete_replicated_queue(
+        self, name: str, *, actor: int | None = None, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
+    async def get_replicated_queue(
+        self, name: str, *, timing: repository.Timing | None = None
+    ) -> models.ReplicatedQueue:
+        return _replicated(name, 2, models.Policy.BALANCED)
+
+    async def join_replicated(
+        self,
+        name: str,
+        client_id: int,
+        instance_id: int,
+        role: models.Role,
+        *,
+        timing: repository.Timing | None = None,
+    ) -> models.Place:
+        member = _replicated(name, 2, models.Policy.BALANCED).members[client_id % 2]
+        return models.Place(client_id, member.member, member.queue, member.queue_name, 2)
+
+    async def leave_replicated(
+        self, place_id: int, client_id: int, *, timing: repository.Timing | None = None
+    ) -> bool:
+        return True
+
     async def create_topic(
         self, name: str, *, creator: int | None = None, timing: repository.Timing | None = None
     ) -> models.Topic:
@@ -388,3 +427,12 @@ def _subscription(topic_id: int, topic_name: str, name: str = "mock") -> models.
     return models.Subscription(
         FIXED_QUEUE_ID, f"{topic_name}:{name}", topic_id, name, True, FIXED_QUEUE_ID
     )
+
+
+def _replicated(name: str, replicas: int, policy: models.Policy) -> models.ReplicatedQueue:
+    """Members ``name#1`` .. on nodes 1 ..., each a stable queue id."""
+    members = tuple(
+        models.Replica(n, stable_id(f"{name}#{n}"), f"{name}#{n}", n)
+        for n in range(1, replicas + 1)
+    )
+    return models.ReplicatedQueue(stable_id(name), name, policy, members)

@@ -830,6 +830,79 @@ class Repository:
         released: int = row["released"]
         return released
 
+    # -- replicated queues, on the control node (docs/nodes.md) ------------------
+    async def place_replicas(self, replicas: int, *, timing: Timing | None = None) -> list[int]:
+        """The nodes for the members of a new replicated queue. BadRequest when the
+        cluster has fewer active nodes than ``replicas``."""
+        rows = await self._call_many("courier_place_replicas_v1($1)", replicas, timing=timing)
+        return [row["node_id"] for row in rows]
+
+    async def create_replicated(
+        self, name: str, policy: models.Policy, creator: int | None, *, timing: Timing | None = None
+    ) -> int:
+        """A replicated queue without members yet; its id. QueueExists, BadRequest."""
+        row = await self._call(
+            "courier_create_replicated_v1($1, $2, $3)", name, str(policy), creator, timing=timing
+        )
+        replicated_id: int = row["id"]
+        return replicated_id
+
+    async def add_replica(
+        self, replicated_id: int, replica: models.Replica, *, timing: Timing | None = None
+    ) -> None:
+        await self._call(
+            "courier_add_replica_v1($1, $2, $3, $4, $5)", replicated_id, replica.member,
+            replica.queue, replica.queue_name, replica.node, timing=timing,
+        )  # fmt: skip
+
+    async def drop_replicated(self, replicated_id: int, *, timing: Timing | None = None) -> None:
+        await self._call("courier_drop_replicated_v1($1)", replicated_id, timing=timing)
+
+    async def replicated(
+        self, name: str, *, timing: Timing | None = None
+    ) -> models.ReplicatedQueue:
+        """Its members with their producers and consumers (lengths 0: the members'
+        nodes know those). QueueNotFound."""
+        rows = await self._call_many("courier_replicated_v1($1)", name, timing=timing)
+        members = tuple(
+            models.Replica(
+                row["member_no"],
+                row["queue_id"],
+                row["queue_name"],
+                row["node_id"],
+                row["producers"],
+                row["consumers"],
+            )
+            for row in rows
+        )
+        first = rows[0]
+        return models.ReplicatedQueue(
+            first["id"], first["name"], models.Policy(first["policy"]), members
+        )
+
+    async def join_replicated(
+        self, name: str, client_id: int, instance_id: int, role: models.Role, *,
+        timing: Timing | None = None,
+    ) -> models.Place:  # fmt: skip
+        """The member the queue's policy gives this producer or consumer. QueueNotFound."""
+        row = await self._call(
+            "courier_join_replicated_v1($1, $2, $3, $4)", name, client_id, instance_id,
+            str(role), timing=timing,
+        )  # fmt: skip
+        return models.Place(
+            row["place_id"], row["member_no"], row["queue_id"], row["queue_name"], row["replicas"]
+        )
+
+    async def leave_replicated(
+        self, place_id: int, client_id: int, *, timing: Timing | None = None
+    ) -> bool:
+        """Give up a place; False when it was no longer held (or not the client's)."""
+        row = await self._call(
+            "courier_leave_replicated_v1($1, $2)", place_id, client_id, timing=timing
+        )
+        left: bool = row["left_place"]
+        return left
+
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
         """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""

@@ -12,6 +12,8 @@ it unchanged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -153,6 +155,16 @@ class RoutedBackend:
         timing: Timing | None = None,
     ) -> models.Queue:
         node_id = await self.control.place_queue() if self._others() else nodes.CONTROL_NODE
+        return await self._create_on(node_id, name, creator, max_queues, timing)
+
+    async def _create_on(
+        self,
+        node_id: int,
+        name: str,
+        creator: int | None,
+        max_queues: int | None,
+        timing: Timing | None = None,
+    ) -> models.Queue:
         if node_id == nodes.CONTROL_NODE:  # the queue's own insert claims its name
             return await self.control.create_queue(  # type: ignore[no-any-return]
                 name, creator=creator, max_queues=max_queues, timing=timing
@@ -228,6 +240,85 @@ class RoutedBackend:
         self, actor: int, queue_id: int, *, timing: Timing | None = None
     ) -> models.QueueAcl:
         return await self._for(queue_id).queue_acl(actor, queue_id, timing=timing)  # type: ignore[no-any-return]
+
+    # -- replicated queues: members on distinct nodes, places on the control node --
+    async def create_replicated_queue(
+        self,
+        name: str,
+        replicas: int,
+        *,
+        policy: models.Policy = models.Policy.BALANCED,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.ReplicatedQueue:
+        """Members ``name#1`` .. ``name#k`` on the k nodes holding the fewest queues.
+        QueueExists; BadRequest when the cluster has fewer than k nodes."""
+        node_ids = await self.control.place_replicas(replicas, timing=timing)
+        replicated_id = await self.control.create_replicated(name, policy, creator)
+        made: list[models.Queue] = []
+        members: list[models.Replica] = []
+        try:
+            for member, node_id in enumerate(node_ids, start=1):
+                queue = await self._create_on(node_id, f"{name}#{member}", creator, max_queues)
+                made.append(queue)
+                members.append(models.Replica(member, queue.id, queue.name, node_id))
+                await self.control.add_replica(replicated_id, members[-1])
+        except BaseException:
+            await self._undo_replicated(replicated_id, made)
+            raise
+        return models.ReplicatedQueue(replicated_id, name, policy, tuple(members))
+
+    async def _undo_replicated(self, replicated_id: int, made: list[models.Queue]) -> None:
+        try:
+            await self.control.drop_replicated(replicated_id)
+            for queue in made:
+                await self.delete_queue(queue.id)
+        except errors.CourierError as exc:
+            log.warning("could not undo the half-made replicated queue %d: %s", replicated_id, exc)
+
+    async def delete_replicated_queue(
+        self, name: str, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None:
+        """Its members and their messages go; NotAuthorised unless ``actor`` owns the
+        members or is an admin. QueueNotFound."""
+        found: models.ReplicatedQueue = await self.control.replicated(name, timing=timing)
+        for member in found.members:
+            with contextlib.suppress(errors.QueueNotFound):
+                await self.delete_queue(member.queue, actor=actor)
+        await self.control.drop_replicated(found.id)
+
+    async def get_replicated_queue(
+        self, name: str, *, timing: Timing | None = None
+    ) -> models.ReplicatedQueue:
+        """With each member's producers, consumers and length. QueueNotFound."""
+        found: models.ReplicatedQueue = await self.control.replicated(name, timing=timing)
+        queues = await asyncio.gather(
+            *(self._for(member.queue).get_queue(member.queue) for member in found.members)
+        )
+        members = tuple(
+            dataclasses.replace(member, length=queue.message_count)
+            for member, queue in zip(found.members, queues, strict=True)
+        )
+        return dataclasses.replace(found, members=members)
+
+    async def join_replicated(
+        self,
+        name: str,
+        client_id: int,
+        instance_id: int,
+        role: models.Role,
+        *,
+        timing: Timing | None = None,
+    ) -> models.Place:
+        return await self.control.join_replicated(  # type: ignore[no-any-return]
+            name, client_id, instance_id, role, timing=timing
+        )
+
+    async def leave_replicated(
+        self, place_id: int, client_id: int, *, timing: Timing | None = None
+    ) -> bool:
+        return await self.control.leave_replicated(place_id, client_id, timing=timing)  # type: ignore[no-any-return]
 
     # -- messages --------------------------------------------------------------
     async def send(

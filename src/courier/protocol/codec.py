@@ -23,6 +23,7 @@ SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.PublishReply: Opcode.PUBLISH,
     frames.CommitReply: Opcode.COMMIT,
     frames.TopicListReply: Opcode.LIST_TOPICS,
+    frames.PlaceReply: Opcode.JOIN_REPLICATED,
     frames.ErrorReply: constants.NO_OPCODE,
 }
 

@@ -342,6 +342,44 @@ class Unsubscribe:
 
 
 @dataclass(frozen=True, slots=True)
+class CreateReplicated:
+    """Create a replicated queue of ``replicas`` members on distinct nodes."""
+
+    name: str
+    replicas: int
+    policy: models.Policy = models.Policy.BALANCED
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteReplicated:
+    """Delete a replicated queue, its members and their messages."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class GetReplicated:
+    """A replicated queue with its members' producers, consumers and lengths."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class JoinReplicated:
+    """Join a replicated queue as a producer or consumer: be given a member."""
+
+    name: str
+    role: models.Role
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveReplicated:
+    """Give up a place taken by JOIN_REPLICATED."""
+
+    place_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class Publish:
     """Store a copy of the message in every subscription of the topic, all or none;
     the other fields as for Send (every copy carries the ``properties`` and is
@@ -472,6 +510,16 @@ class SubscriptionReply:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicatedReply:
+    replicated: models.ReplicatedQueue
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceReply:
+    place: models.Place
+
+
+@dataclass(frozen=True, slots=True)
 class PublishReply:
     """The copies a PUBLISH stored: the subscriptions' queues (ascending) and, in the
     same order, the message id in each. Both empty: the topic had no subscription."""
@@ -536,6 +584,11 @@ Request: TypeAlias = (
     | Unsubscribe
     | Publish
     | Commit
+    | CreateReplicated
+    | DeleteReplicated
+    | GetReplicated
+    | JoinReplicated
+    | LeaveReplicated
 )
 
 Reply: TypeAlias = (
@@ -558,6 +611,8 @@ Reply: TypeAlias = (
     | SubscriptionReply
     | PublishReply
     | CommitReply
+    | ReplicatedReply
+    | PlaceReply
     | ErrorReply
 )
 
@@ -598,6 +653,11 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.UNSUBSCRIBE: Unsubscribe,
     Opcode.PUBLISH: Publish,
     Opcode.COMMIT: Commit,
+    Opcode.CREATE_REPLICATED: CreateReplicated,
+    Opcode.DELETE_REPLICATED: DeleteReplicated,
+    Opcode.GET_REPLICATED: GetReplicated,
+    Opcode.JOIN_REPLICATED: JoinReplicated,
+    Opcode.LEAVE_REPLICATED: LeaveReplicated,
 }
 
 REPLY_TYPES: dict[Opcode, type[Reply]] = {
@@ -637,6 +697,11 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.UNSUBSCRIBE: Done,
     Opcode.PUBLISH: PublishReply,
     Opcode.COMMIT: CommitReply,
+    Opcode.CREATE_REPLICATED: ReplicatedReply,
+    Opcode.DELETE_REPLICATED: Done,
+    Opcode.GET_REPLICATED: ReplicatedReply,
+    Opcode.JOIN_REPLICATED: PlaceReply,
+    Opcode.LEAVE_REPLICATED: Done,
 }
 """The successful reply type for each request opcode (ErrorReply answers any)."""
 

@@ -10,7 +10,7 @@ import struct
 from collections.abc import Callable
 
 from courier import errors, models
-from courier.protocol import constants, exceptions, frames, requests, wire
+from courier.protocol import constants, exceptions, frames, replicated, requests, wire
 from courier.protocol.constants import Opcode
 
 # The Message layout (docs/protocol.md) in the pieces between its variable fields:
@@ -96,6 +96,8 @@ def write_pubsub_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             for queue_id, message_id in zip(queue_ids, message_ids, strict=True):
                 writer.i64(queue_id, "queue_ids[]")
                 writer.i64(message_id, "message_ids[]")
+        case _ if replicated.write_reply(writer, reply):
+            pass
 
 
 def write_topic(writer: wire.Writer, topic: models.Topic) -> None:
@@ -460,6 +462,7 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     frames.SubscriptionReply: read_subscription_reply,
     frames.PublishReply: read_publish_reply,
     frames.CommitReply: read_commit_reply,
+    **replicated.PAYLOAD_READERS,
 }
 
 READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from courier import models
-from courier.protocol import constants, frames, wire
+from courier.protocol import constants, frames, replicated, wire
 from courier.protocol.constants import Opcode
 
 # Login and GetQueue name their target either way; this byte says which.
@@ -107,6 +107,8 @@ def write_pubsub_request(writer: wire.Writer, request: frames.Request) -> None:
             write_publish(writer, request)
         case frames.Commit():
             write_commit(writer, request)
+        case _ if replicated.write_request(writer, request):
+            pass
 
 
 def write_commit(writer: wire.Writer, commit: frames.Commit) -> None:
@@ -604,5 +606,6 @@ READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
     Opcode.UNSUBSCRIBE: read_unsubscribe,
     Opcode.PUBLISH: read_publish,
     Opcode.COMMIT: read_commit,
+    **replicated.REQUEST_READERS,
 }
 """How to read each request body; the caller then checks for trailing bytes."""

@@ -78,7 +78,7 @@ class Server:
         host, port = await self._listener.bind(self.settings.host, self.settings.port)
         self.address = f"{host}:{port}"
         if self.settings.mock:
-            store: backend.Backend = mock.MockBackend()
+            store: backend.Cluster = mock.MockBackend()
             instance_id = 0
         else:
             routed = routing.RoutedBackend(await self._open_database())

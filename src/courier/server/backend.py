@@ -4,7 +4,9 @@
 protocol, so the batching ``courier.db.batching.BatchedRepository``, the plain
 ``courier.db.repository.Repository`` and the fixed-answer
 ``courier.db.mock.MockBackend`` (`courier serve --mock`) are interchangeable.
-``InstanceStore`` is what the instance registry needs. The database driver stays
+``Cluster`` adds what only a cluster of nodes can do (replicated queues); the
+server's store is a ``courier.db.routing.RoutedBackend`` over the nodes' repositories,
+or the mock. ``InstanceStore`` is what the instance registry needs. The database driver stays
 behind this boundary: storage translates its failures into courier.errors, and a
 database out of reach arrives here as Unavailable.
 """
@@ -253,6 +255,45 @@ class Backend(Protocol):
         options: SendOptions = ...,
         timing: Timing | None = None,
     ) -> list[tuple[int, int]]: ...
+
+
+class Cluster(Backend, Protocol):
+    """What handlers call on a cluster of nodes (``courier.db.routing.RoutedBackend``,
+    or the mock): the storage methods, and replicated queues, whose members live on
+    several nodes."""
+
+    async def create_replicated_queue(
+        self,
+        name: str,
+        replicas: int,
+        *,
+        policy: models.Policy = ...,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.ReplicatedQueue: ...
+
+    async def delete_replicated_queue(
+        self, name: str, *, actor: int | None = None, timing: Timing | None = None
+    ) -> None: ...
+
+    async def get_replicated_queue(
+        self, name: str, *, timing: Timing | None = None
+    ) -> models.ReplicatedQueue: ...
+
+    async def join_replicated(
+        self,
+        name: str,
+        client_id: int,
+        instance_id: int,
+        role: models.Role,
+        *,
+        timing: Timing | None = None,
+    ) -> models.Place: ...
+
+    async def leave_replicated(
+        self, place_id: int, client_id: int, *, timing: Timing | None = None
+    ) -> bool: ...
 
 
 class InstanceStore(Protocol):

@@ -24,6 +24,7 @@ from courier.server import (
     commit,
     logins,
     logouts,
+    replicated_handlers,
     session,
     sweeper,
     topic_handlers,
@@ -42,7 +43,7 @@ class Services:
     ``instance_id`` changes only if the instance has to register again.
     """
 
-    backend: backend.Backend
+    backend: backend.Cluster
     waiters: waiters.Waiters
     instance_id: int
     limits: config.Limits
@@ -602,6 +603,7 @@ HANDLERS: dict[Opcode, Handler] = {
     Opcode.ACK_MANY: ack_many,
     Opcode.NACK_MANY: nack_many,
     **topic_handlers.HANDLERS,
+    **replicated_handlers.HANDLERS,
     Opcode.COMMIT: commit.commit,
 }
 """Opcode -> handler; every request opcode has exactly one."""

@@ -74,3 +74,40 @@ async def test_a_node_added_while_the_middleware_runs_takes_new_queues(
         await client.send(second.name, "on node 2")
         popped = await client.pop(second.name)
         assert popped is not None and popped.text == "on node 2"
+
+
+async def test_producers_and_consumers_of_a_replicated_queue_are_balanced_over_its_members(
+    start_server: StartServer, dsn: str, second_dsn: str
+) -> None:
+    await nodes.add_node(dsn, second_dsn)
+    server = await start_server()
+    names = ["p1", "p2", "c1", "c2"]
+    async with courier.AsyncClient.connect(address(server)) as setup:
+        for name in names:
+            await setup.register(name)
+        await setup.login(name="p1")
+        created = await setup.create_replicated_queue("orders", 2)
+    assert [member.node for member in created.members] == [1, 2]
+    connected = [courier.AsyncClient.connect(address(server), name=name) for name in names]
+    p1, p2, c1, c2 = [await client.__aenter__() for client in connected]
+    try:
+        producers = [await p1.producer("orders"), await p2.producer("orders")]
+        consumers = [await c1.consumer("orders"), await c2.consumer("orders")]
+        assert sorted(p.member for p in producers) == sorted(c.member for c in consumers) == [1, 2]
+        for producer in producers:
+            await producer.send(f"from member {producer.member}")
+        for consumer in consumers:  # each consumer reads what its member's producer sent
+            message = await consumer.receive(timeout=5)
+            assert message is not None and message.text == f"from member {consumer.member}"
+        state = await p1.get_replicated_queue("orders")
+        assert [(m.producers, m.consumers, m.length) for m in state.members] == [(1, 1, 0)] * 2
+        await producers[0].leave()
+        await c2.close()  # a session that ends gives its place up
+        state = await p1.get_replicated_queue("orders")
+        assert sum(m.producers for m in state.members) == 1
+        assert sum(m.consumers for m in state.members) == 1
+        with pytest.raises(errors.QueueNotFound):
+            await p1.producer("nothing")
+    finally:
+        for client in (p1, p2, c1):
+            await client.close()
