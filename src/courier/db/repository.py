@@ -28,6 +28,11 @@ DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
 DEFAULT_POOL = config.PoolSettings()
 MESSAGE_COUNT_CAP = 10_000
+TRANSFER_COLUMNS = (
+    "id", "sender_id", "receiver_id", "context", "priority", "created_at", "body",
+    "deliveries", "expires_at", "dead_from", "failure", "properties", "persistent",
+)  # fmt: skip
+"""The outbox columns a transfer carries to its target, in courier_transfer_in_v1's order."""
 """A queue's message_count counts this many at most: listing a huge queue costs no more."""
 
 T = TypeVar("T")
@@ -902,6 +907,43 @@ class Repository:
         )
         left: bool = row["left_place"]
         return left
+
+    # -- moving messages between nodes (courier.db.transfers) -------------------
+    async def transfer_out(
+        self, transfer_id: int, source_queue: int, target_queue: int, count: int
+    ) -> list[Any]:
+        """Step 1: up to ``count`` of the oldest visible messages into the outbox."""
+        return await self._call_many(
+            "courier_transfer_out_v1($1, $2, $3, $4)", transfer_id, source_queue, target_queue,
+            count,
+        )  # fmt: skip
+
+    async def pending_transfers(self) -> list[Any]:
+        """The outbox rows of every unfinished transfer of this node."""
+        return await self._call_many("courier_pending_transfers_v1()")
+
+    async def transfer_in(self, transfer_id: int, target_queue: int, rows: Sequence[Any]) -> int:
+        """Step 2: store the rows in the target queue, once per transfer id. QueueNotFound."""
+        columns = [[row[name] for row in rows] for name in TRANSFER_COLUMNS]
+        row = await self._call(
+            "courier_transfer_in_v1($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13,"
+            " $14::jsonb[], $15)",
+            transfer_id, target_queue, *columns, timing=None,
+        )  # fmt: skip
+        received: int = row["received"]
+        return received
+
+    async def transfer_done(self, transfer_id: int) -> None:
+        await self._call("courier_transfer_done_v1($1)", transfer_id, timing=None)
+
+    async def transfer_back(self, transfer_id: int) -> int:
+        """The outbox rows back to their own queue (the target is gone)."""
+        row = await self._call("courier_transfer_back_v1($1)", transfer_id, timing=None)
+        returned: int = row["returned"]
+        return returned
+
+    async def forget_transfers(self, older_than_s: float) -> None:
+        await self._call("courier_forget_transfers_v1($1)", older_than_s, timing=None)
 
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
