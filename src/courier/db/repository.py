@@ -908,6 +908,48 @@ class Repository:
         left: bool = row["left_place"]
         return left
 
+    # -- the provisioning controller, on the control node -------------------------
+    async def cluster_nodes(self) -> list[tuple[int, str, str, int | None]]:
+        """(id, dsn, state, capacity) of each node the control node lists."""
+        rows = await self._call_many("courier_nodes_v1()")
+        return [(row["id"], row["dsn"], row["state"], row["capacity"]) for row in rows]
+
+    async def report_counts(self, instance_id: int, counts: dict[int, tuple[int, int]]) -> None:
+        """This middleware's running totals (sent, taken) per queue; members only count."""
+        queue_ids = list(counts)
+        await self._call(
+            "courier_report_counts_v1($1, $2, $3, $4)", instance_id, queue_ids,
+            [counts[q][0] for q in queue_ids], [counts[q][1] for q in queue_ids], timing=None,
+        )  # fmt: skip
+
+    async def member_queues(self) -> set[int]:
+        return {row["queue_id"] for row in await self._call_many("courier_member_queues_v1()")}
+
+    async def member_counts(self) -> dict[int, tuple[int, int]]:
+        """Each member queue's totals (sent, taken) over every middleware."""
+        rows = await self._call_many("courier_member_counts_v1()")
+        return {row["queue_id"]: (row["sent"], row["taken"]) for row in rows}
+
+    async def replicated_names(self) -> list[str]:
+        return [row["name"] for row in await self._call_many("courier_replicated_names_v1()")]
+
+    async def next_member(self, replicated_id: int) -> int:
+        row = await self._call("courier_next_member_v1($1)", replicated_id, timing=None)
+        member: int = row["member_no"]
+        return member
+
+    async def remove_replica(self, replicated_id: int, member: int) -> None:
+        """No new places go to the member; its clients lose theirs."""
+        await self._call("courier_remove_replica_v1($1, $2)", replicated_id, member, timing=None)
+
+    async def record_decision(self, replicated: str, decision: Any) -> None:
+        """Keep one of the controller's decisions (a ``courier.controller.Decision``)."""
+        await self._call(
+            "courier_record_decision_v1($1, $2, $3, $4, $5, $6, $7, $8, $9)", replicated,
+            decision.kind, decision.member, decision.node, decision.moved, decision.clients,
+            decision.capacity, decision.load, decision.length, timing=None,
+        )  # fmt: skip
+
     # -- moving messages between nodes (courier.db.transfers) -------------------
     async def transfer_out(
         self, transfer_id: int, source_queue: int, target_queue: int, count: int

@@ -38,6 +38,10 @@ class RoutedBackend:
     def __init__(self, control: Any) -> None:
         self.control: Any = control
         self._nodes: dict[int, Any] = {nodes.CONTROL_NODE: control}
+        self.members: frozenset[int] = frozenset()
+        """The member queues of replicated queues, whose traffic is counted."""
+        self._counts: dict[int, list[int]] = {}  # member queue id -> [sent, taken]
+        self._reported: dict[int, tuple[int, int]] = {}
 
     # -- the nodes -------------------------------------------------------------
     @property
@@ -78,6 +82,26 @@ class RoutedBackend:
         if len(backends) == 1:
             return [await call(backends[0])]
         return list(await asyncio.gather(*(call(backend) for backend in backends)))
+
+    # -- traffic of member queues, for the controller's rates --------------------
+    def _count(self, queue_id: int, sent: int = 0, taken: int = 0) -> None:
+        if queue_id in self.members:
+            counts = self._counts.setdefault(queue_id, [0, 0])
+            counts[0] += sent
+            counts[1] += taken
+
+    async def watch_members(self) -> None:
+        """Learn which queues are members now (they come and go with the controller)."""
+        self.members = frozenset(await self.control.member_queues())
+        for gone in set(self._counts) - self.members:
+            del self._counts[gone]
+
+    async def report_counts(self, instance_id: int) -> None:
+        """Tell the control node this middleware's running totals, when they moved."""
+        totals = {queue: (sent, taken) for queue, (sent, taken) in self._counts.items()}
+        if totals and totals != self._reported:
+            await self.control.report_counts(instance_id, totals)
+            self._reported = totals
 
     # -- clients: the control node, copied to the others at login --------------
     async def register_client(
@@ -155,16 +179,17 @@ class RoutedBackend:
         timing: Timing | None = None,
     ) -> models.Queue:
         node_id = await self.control.place_queue() if self._others() else nodes.CONTROL_NODE
-        return await self._create_on(node_id, name, creator, max_queues, timing)
+        return await self.create_queue_on(node_id, name, creator, max_queues, timing)
 
-    async def _create_on(
+    async def create_queue_on(
         self,
         node_id: int,
         name: str,
-        creator: int | None,
-        max_queues: int | None,
+        creator: int | None = None,
+        max_queues: int | None = None,
         timing: Timing | None = None,
     ) -> models.Queue:
+        """A queue on that node; QueueExists when the name is taken anywhere."""
         if node_id == nodes.CONTROL_NODE:  # the queue's own insert claims its name
             return await self.control.create_queue(  # type: ignore[no-any-return]
                 name, creator=creator, max_queues=max_queues, timing=timing
@@ -260,7 +285,7 @@ class RoutedBackend:
         members: list[models.Replica] = []
         try:
             for member, node_id in enumerate(node_ids, start=1):
-                queue = await self._create_on(node_id, f"{name}#{member}", creator, max_queues)
+                queue = await self.create_queue_on(node_id, f"{name}#{member}", creator, max_queues)
                 made.append(queue)
                 members.append(models.Replica(member, queue.id, queue.name, node_id))
                 await self.control.add_replica(replicated_id, members[-1])
@@ -334,10 +359,13 @@ class RoutedBackend:
         timing: Timing | None = None,
     ) -> list[int]:
         target = self.node(self._one_node(queue_ids, "a send"))
-        return await target.send(  # type: ignore[no-any-return]
+        stored: list[int] = await target.send(
             sender_id, queue_ids, body, receiver=receiver, priority=priority,
             context=context, options=options, timing=timing,
         )  # fmt: skip
+        for queue_id in queue_ids:
+            self._count(queue_id, sent=1)
+        return stored
 
     async def read(
         self,
@@ -358,7 +386,9 @@ class RoutedBackend:
             )  # fmt: skip
 
         if queue_id is not None:
-            return await read_from(self._for(queue_id))
+            message = await read_from(self._for(queue_id))
+            self._count(queue_id, taken=int(pop))
+            return message
         # A read by sender alone: each node in turn, the first message found.
         *first, last = [backend for _, backend in sorted(self._nodes.items())]
         for target in first:
@@ -384,7 +414,12 @@ class RoutedBackend:
         timing: Timing | None = None,
     ) -> list[list[int]]:
         target = self.node(self._one_node(queue_ids, "a batch of sends"))
-        return await target.send_many(sender_id, queue_ids, drafts, timing=timing)  # type: ignore[no-any-return]
+        stored: list[list[int]] = await target.send_many(
+            sender_id, queue_ids, drafts, timing=timing
+        )
+        for queue_id in queue_ids:
+            self._count(queue_id, sent=len(drafts))
+        return stored
 
     async def pop_many(
         self,
@@ -398,10 +433,12 @@ class RoutedBackend:
         selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> list[models.Message]:
-        return await self._for(queue_id).pop_many(  # type: ignore[no-any-return]
+        taken: list[models.Message] = await self._for(queue_id).pop_many(
             reader_id, queue_id, count, sender_id=sender_id, order=order, lease=lease,
             selector=selector, timing=timing,
         )  # fmt: skip
+        self._count(queue_id, taken=len(taken))
+        return taken
 
     # -- leases ----------------------------------------------------------------
     async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:

@@ -37,6 +37,8 @@ RESOURCES = "resources"
 GC_PAUSES = "gc_pauses"
 DB_STATS = "db_stats"
 QUEUE_DEPTHS = "queue_depths"
+REPLICA_SAMPLES = "replica_samples"
+CLUSTER_DECISIONS = "cluster_decisions"
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     CLIENT_REQUESTS: (
@@ -102,6 +104,32 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("ts_ns", pa.int64(), "sample instant"),
         Field("queue_id", pa.int64(), "queue id"),
         Field("messages", pa.int64(), "messages in the queue"),
+    ),
+    REPLICA_SAMPLES: (
+        Field("run_id", pa.string(), "run this record belongs to"),
+        Field("ts_ns", pa.int64(), "sample instant (one per controller round)"),
+        Field("replicated", pa.string(), "replicated queue name"),
+        Field("member", pa.int32(), "member number"),
+        Field("node", pa.int32(), "node holding the member"),
+        Field("producers", pa.int32(), "producers given this member"),
+        Field("consumers", pa.int32(), "consumers given this member"),
+        Field("length", pa.int64(), "visible messages in the member (counted up to 10,000)"),
+        Field("production_rate", pa.float64(), "messages/s stored in it since the last round"),
+        Field("consumption_rate", pa.float64(), "messages/s taken from it since the last round"),
+        Field("capacity", pa.int32(), "clients the member serves well (its node's capacity)"),
+    ),
+    CLUSTER_DECISIONS: (
+        Field("run_id", pa.string(), "run this record belongs to"),
+        Field("ts_ns", pa.int64(), "instant of the decision"),
+        Field("replicated", pa.string(), "replicated queue name"),
+        Field("decision", pa.string(), "add, remove or move"),
+        Field("member", pa.int32(), "member added, removed, or moved from"),
+        Field("node", pa.int32(), "node of the member added or removed; the target of a move"),
+        Field("moved", pa.int32(), "messages moved (0 unless a move)"),
+        Field("clients", pa.int32(), "producers and consumers of the queue"),
+        Field("capacity", pa.int32(), "sum of the members' capacities after the decision"),
+        Field("load", pa.float64(), "clients / capacity after the decision"),
+        Field("length", pa.int64(), "messages in all members (the virtual length)"),
     ),
 }
 

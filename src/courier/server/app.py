@@ -142,8 +142,9 @@ class Server:
         settings = self.settings
         kind = batching.BatchedRepository if settings.batching else repository.Repository
         self._node_links = node_links.NodeLinks(
-            settings, routed, lambda pool: kind(pool, settings.limits, settings.pool), self._waiters
-        )
+            settings, routed, lambda pool: kind(pool, settings.limits, settings.pool),
+            self._waiters, self._current_instance_id,
+        )  # fmt: skip
         await self._node_links.start()
 
     def _listen_restored(self) -> None:

@@ -1,10 +1,12 @@
 """The middleware's links to the other database nodes of a cluster.
 
-Every few seconds the control node's list of nodes is read again: a node that
-joined gets a pool (the same kind as the control node's) and a LISTEN link whose
+Every second the control node's list of nodes is read again: a node that joined
+gets a pool (the same kind as the control node's) and a LISTEN link whose
 notifications wake this middleware's waiters, and the routed backend starts
 sending it requests; a removed node is let go. A node out of reach is logged and
-tried again at the next look; meanwhile requests for it get UNAVAILABLE.
+tried again at the next look; meanwhile requests for it get UNAVAILABLE. The same
+round learns which queues are members of replicated queues and reports this
+middleware's traffic to them (the controller's rates).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from courier.server import waiters
 
 log = logging.getLogger(__name__)
 
-REFRESH_INTERVAL = 2.0
+REFRESH_INTERVAL = 1.0
 """Seconds between two looks at the control node's list of nodes."""
 
 
@@ -32,24 +34,34 @@ class NodeLinks:
         routed: routing.RoutedBackend,
         open_repository: Callable[[Any], Any],
         woken: waiters.Waiters,
+        instance_id: Callable[[], int],
         interval: float = REFRESH_INTERVAL,
     ) -> None:
         self._settings = settings
         self._routed = routed
         self._open_repository = open_repository
         self._waiters = woken
+        self._instance_id = instance_id
         self._interval = interval
         self._links: dict[int, tuple[Any, listen.NotificationListener]] = {}
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         """Link the nodes there are now, then keep watching for changes."""
-        await self.refresh()
+        await self.link_nodes()
         self._task = asyncio.get_running_loop().create_task(self._watch())
 
     async def refresh(self) -> None:
+        await self.link_nodes()
         try:
-            found = await nodes.list_nodes(self._settings.dsn)
+            await self._routed.watch_members()
+            await self._routed.report_counts(self._instance_id())
+        except errors.CourierError as exc:
+            log.warning("cannot report the traffic of replicated queues: %s", exc)
+
+    async def link_nodes(self) -> None:
+        try:
+            found = [nodes.Node(*row) for row in await self._routed.control.cluster_nodes()]
         except errors.CourierError as exc:
             log.warning("cannot read the list of nodes: %s", exc)
             return
