@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 import asyncpg
 import pytest
 
-from courier.db import nodes, schema
+from courier import config
+from courier.db import schema
 
 if TYPE_CHECKING:
     from conftest import TestDatabases
@@ -79,9 +80,8 @@ def test_add_list_and_remove_a_node(dsn: str, empty_dsn: str, tmp_path: Path) ->
     execute(dsn, "SELECT * FROM courier_reserve_queue_home_v1('on-two', 2)")
 
     rows = table_rows(courier("node", "list", dsn=dsn, tmp_path=tmp_path).stdout)
-    password = urllib.parse.urlsplit(empty_dsn).password or "no password"
     assert [row[:4] for row in rows] == [["1", "active", "", "1"], ["2", "active", "8", "1"]]
-    assert rows[1][4] == empty_dsn.replace(password, "***")
+    assert rows[1][4] == config.redact_dsn(empty_dsn) != empty_dsn
 
     held = courier("node", "remove", "2", dsn=dsn, tmp_path=tmp_path)
     assert (held.returncode, held.stderr) == (
@@ -96,7 +96,8 @@ def test_add_list_and_remove_a_node(dsn: str, empty_dsn: str, tmp_path: Path) ->
 
 
 def test_refusals_are_one_line_and_exit_non_zero(dsn: str, empty_dsn: str, tmp_path: Path) -> None:
-    asyncio.run(_with_a_queue(empty_dsn))  # a Courier database already in use
+    asyncio.run(schema.migrate(empty_dsn))
+    execute(empty_dsn, "SELECT * FROM courier_create_queue_v1('taken')")  # already in use
     refusals = {
         ("node", "add", empty_dsn): "error: only an empty Courier database can become node 2\n",
         ("node", "remove", "1"): "error: node 1 is the control node and cannot be removed\n",
@@ -111,20 +112,3 @@ def test_refusals_are_one_line_and_exit_non_zero(dsn: str, empty_dsn: str, tmp_p
     assert unreachable.returncode == EXIT_UNAVAILABLE
     assert unreachable.stderr.startswith("error: cannot reach postgresql://postgres:***@")
     assert len(unreachable.stderr.splitlines()) == 1 and "s3cret" not in unreachable.stderr
-
-
-async def _with_a_queue(database: str) -> None:
-    await schema.migrate(database)
-    connection = await asyncpg.connect(database)
-    try:
-        await connection.execute("SELECT * FROM courier_create_queue_v1('taken')")
-    finally:
-        await connection.close()
-
-
-async def test_join_adds_once_and_follows_a_node_that_moved(dsn: str, empty_dsn: str) -> None:
-    first = await nodes.join(dsn, empty_dsn)
-    moved = empty_dsn + "?application_name=moved"  # the same database, reached another way
-    again = await nodes.join(dsn, moved)
-    assert (first.id, again.id) == (2, 2)
-    assert [node.dsn for node in await nodes.list_nodes(dsn)] == [dsn, moved]
