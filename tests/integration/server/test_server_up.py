@@ -226,8 +226,12 @@ def test_up_with_two_nodes_spreads_queues_and_finds_its_nodes_again(tmp_path: Pa
         stop_up(process, log)
         assert all(db.status().state is not embedded.State.RUNNING for db in databases)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+        if process.poll() is None:  # a failed assertion: let `courier up` stop its children
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
         for database in reversed(databases):
             database.stop()
