@@ -3,6 +3,8 @@
     <data dir>          --data-dir > COURIER_DATA_DIR > $XDG_DATA_HOME/courier
     ├── pg/             the embedded PostgreSQL cluster (`courier db`, `courier up`)
     ├── pg.secret       its password (mode 0600; `courier db url` prints the DSN with it)
+    ├── pg-node2/ ...   the other database nodes of `courier up --nodes K` (and their
+    │                   pg-node2.secret ...), the k-th in pg-nodek/
     ├── logs/           the logs of the middleware `courier up` started
     ├── up.json         the system `courier up` runs: DSN (password included), servers,
     │                   pids, admin token, and with --tls the CA clients trust
@@ -25,6 +27,7 @@ from courier.db import embedded
 
 UP_STATE_FILE = "up.json"
 CLUSTER_DIR = "pg"
+NODE_CLUSTER_DIR = "pg-node{}"
 LOGS_DIR = "logs"
 TLS_DIR = "tls"
 SHELL_HISTORY_FILE = "shell_history"
@@ -41,6 +44,14 @@ def data_dir(given: Path | None = None) -> Path:
 def embedded_database(home: Path) -> embedded.EmbeddedPostgres:
     """The embedded cluster of this data dir (it may not exist yet)."""
     return embedded.EmbeddedPostgres(home / CLUSTER_DIR)
+
+
+def node_database(home: Path, k: int) -> embedded.EmbeddedPostgres:
+    """The k-th embedded cluster of this data dir: the first is ``pg/``, the control
+    node; `courier up --nodes K` runs the first K."""
+    if k == 1:
+        return embedded_database(home)
+    return embedded.EmbeddedPostgres(home / NODE_CLUSTER_DIR.format(k))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "db": "courier.cli.db:db",
     "serve": "courier.cli.serve:serve",
     "up": "courier.cli.up:up",
+    "node": "courier.cli.node_commands:node",
     "register": "courier.cli.client_commands:register",
     "secret": "courier.cli.admin_commands:secret",
     "admin": "courier.cli.admin_commands:admin",

@@ -1,12 +1,14 @@
 """`courier up`: a whole local system in one command, stopped with Ctrl-C.
 
-Starts the embedded database (initialising and migrating it on first use), then
+Starts the embedded database (initialising and migrating it on first use), with
+--nodes K also K - 1 more as the other nodes of a cluster (``<data dir>/pg-node2`` ...,
+made nodes the first time, found again afterwards), then
 N `courier serve` processes on consecutive ports, waits until each answers a PING,
 and records the system in ``<data dir>/up.json`` so that client commands and the
 console find it without flags. It makes the admin client ``admin`` (or gives the one
 there a new secret) and keeps its secret in ``<data dir>/credentials.json`` (0600).
-On Ctrl-C or SIGTERM it stops the middleware, then the database (unless it was
-already running before), and removes the state file.
+On Ctrl-C or SIGTERM it stops the middleware, then the databases in reverse order
+(except those already running before), and removes the state file.
 
 With --tls the middleware speak TLS with a certificate from a CA made for this run
 (in ``<data dir>/tls``); up.json names the CA, and client commands against this
@@ -25,7 +27,7 @@ import click
 
 from courier import certificates, config, credentials, errors, localstate, models, scram
 from courier.cli.options import data_dir_option
-from courier.db import embedded, repository
+from courier.db import embedded, nodes, repository
 from courier.server import launcher
 from courier.server.launcher import Middleware
 
@@ -38,29 +40,43 @@ ADMIN_CLIENT = "admin"
 @click.option("--middlewares", default=1, show_default=True, help="Middleware processes to run.")
 @click.option("--port", default=config.DEFAULT_PORT, show_default=True, help="Port of the first.")
 @click.option(
+    "--nodes",
+    type=click.IntRange(1, nodes.MAX_NODES),
+    default=1,
+    show_default=True,
+    help="Database nodes to run, each an embedded PostgreSQL; queues spread over them.",
+)
+@click.option(
     "--tls",
     is_flag=True,
     help="Speak TLS: make a local CA and a certificate for 127.0.0.1/localhost; client"
     " commands against this system use it by themselves.",
 )
 @data_dir_option
-def up(middlewares: int, port: int, tls: bool, data_dir: Path) -> None:
-    """Start the database and N middleware servers; Ctrl-C stops them all."""
+def up(middlewares: int, port: int, nodes: int, tls: bool, data_dir: Path) -> None:
+    """Start the database(s) and N middleware servers; Ctrl-C stops them all."""
+    # `nodes` (the option, named by its flag as the environment-variable rule asks)
+    # hides the module of that name in here; join_nodes uses the module.
     if middlewares < 1:
         raise click.BadParameter("at least one", param_hint="--middlewares")
     refuse_if_already_up(data_dir)
-    database = localstate.embedded_database(data_dir)
-    database_was_running = database.status().state is embedded.State.RUNNING
+    databases = [localstate.node_database(data_dir, k) for k in range(1, nodes + 1)]
+    running_before = [
+        database for database in databases
+        if database.status().state is embedded.State.RUNNING
+    ]  # fmt: skip
     servers: list[Middleware] = []
     try:
         click.echo("starting the database ...", err=True)
-        dsn = start_database(database)
+        dsn, *others = [start_database(database) for database in databases]
+        joined = join_nodes(dsn, others)
         made = make_certificates(data_dir) if tls else None
         servers = start_middlewares(dsn, port, middlewares, data_dir / localstate.LOGS_DIR, made)
         admin_token = secrets.token_urlsafe(24)
         kept = credentials.save(data_dir, ADMIN_CLIENT, asyncio.run(admin_secret(dsn)))
         localstate.write_up_state(data_dir, up_state(dsn, servers, admin_token))
-        announce(dsn, servers, database_was_running, admin_token)
+        announce_databases(databases, dsn, joined, running_before)
+        announce(servers, admin_token)
         announce_login(kept)
         wait_for_stop(servers)
     finally:
@@ -69,10 +85,34 @@ def up(middlewares: int, port: int, tls: bool, data_dir: Path) -> None:
             signal.signal(signum, signal.SIG_IGN)
         click.echo("stopping ...", err=True)
         launcher.stop_all(servers)
-        if not database_was_running:
-            database.stop()
+        stop_databases([each for each in reversed(databases) if each not in running_before])
         localstate.clear_up_state(data_dir)
     click.echo("stopped", err=True)
+
+
+def join_nodes(control_dsn: str, others: list[str]) -> list[nodes.Node]:
+    """Make the other databases nodes (those that are not yet), and record where each
+    node is now: an embedded server may have another port than when it joined."""
+    if not others:
+        return []
+
+    async def join() -> list[nodes.Node]:
+        await nodes.move_node(control_dsn, nodes.CONTROL_NODE, control_dsn)
+        return [await nodes.join(control_dsn, dsn) for dsn in others]
+
+    try:
+        return asyncio.run(join())
+    except errors.CourierError as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+def stop_databases(databases: list[embedded.EmbeddedPostgres]) -> None:
+    """Stop each in turn; one that will not stop does not keep the others up."""
+    for database in databases:
+        try:
+            database.stop()
+        except embedded.EmbeddedError as exc:
+            click.echo(f"error: {exc}", err=True)
 
 
 async def admin_secret(dsn: str, name: str = "admin") -> str:
@@ -177,15 +217,27 @@ def up_state(dsn: str, servers: list[Middleware], admin_token: str) -> localstat
     )
 
 
-def announce(
-    dsn: str, servers: list[Middleware], database_was_running: bool, admin_token: str
+def announce_databases(
+    databases: list[embedded.EmbeddedPostgres],
+    dsn: str,
+    joined: list[nodes.Node],
+    running_before: list[embedded.EmbeddedPostgres],
 ) -> None:
-    addresses = ",".join(server.address for server in servers)
+    """Where each database is: the control node, then each other node with its data dir."""
     click.echo(f"database {config.redact_dsn(dsn)}  (with its password: `courier db url`)")
+    for node, database in zip(joined, databases[1:], strict=True):
+        click.echo(f"node {node.id} database {config.redact_dsn(node.dsn)}  ({database.data_dir})")
+    if databases[0] in running_before:
+        click.echo("(the database was already running; it stays up afterwards)")
+    for node, database in zip(joined, databases[1:], strict=True):
+        if database in running_before:
+            click.echo(f"(node {node.id}'s database was already running; it stays up afterwards)")
+
+
+def announce(servers: list[Middleware], admin_token: str) -> None:
+    addresses = ",".join(server.address for server in servers)
     for server in servers:
         click.echo(f"middleware {server.address}  (log: {server.log_path})")
-    if database_was_running:
-        click.echo("(the database was already running; it stays up afterwards)")
     tls = f" --ca {servers[0].ca}" if servers and servers[0].ca is not None else ""
     click.echo(f"connect with: --servers {addresses}{tls}  (client commands default to these)")
     click.echo(f"console admin token (shown once; `courier console` uses it): {admin_token}")

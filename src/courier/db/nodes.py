@@ -97,6 +97,47 @@ async def remove_node(control_dsn: str, node_id: int) -> Node:
     return Node(removed.id, removed.dsn, "removed", removed.capacity)
 
 
+async def join(control_dsn: str, dsn: str) -> Node:
+    """``dsn`` as a node of the cluster: added when it is no node yet, else the node it
+    already is, with the DSN the control node keeps for it brought up to date (an
+    embedded server may get another port when it starts again). NodeError when it is
+    a node the cluster no longer has."""
+    own = await self_id(dsn)
+    if own == CONTROL_NODE:
+        return await add_node(control_dsn, dsn)
+    known = {node.id: node for node in await list_nodes(control_dsn)}
+    if own not in known or not known[own].active:
+        raise NodeError(f"{config.redact_dsn(dsn)} was node {own}, which the cluster no longer has")
+    if known[own].dsn != dsn:
+        await move_node(control_dsn, own, dsn)
+    return Node(own, dsn, "active", known[own].capacity)
+
+
+async def move_node(control_dsn: str, node_id: int, dsn: str) -> None:
+    """Record that node ``node_id`` is now reached at ``dsn`` (a no-op for a node the
+    control node keeps no row for: the control node of a cluster of one)."""
+    async with _connected(control_dsn) as control:
+        await control.execute("UPDATE courier_nodes SET dsn = $2 WHERE id = $1", node_id, dsn)
+
+
+async def self_id(dsn: str) -> int:
+    """Which node the database at ``dsn`` is: 1 until ``add_node`` made it another
+    (an empty database, with no schema yet, too)."""
+    async with _connected(dsn) as connection:
+        if await connection.fetchval("SELECT to_regclass('courier_node_self')") is None:
+            return CONTROL_NODE
+        return int(await connection.fetchval("SELECT id FROM courier_node_self"))
+
+
+async def queue_counts(control_dsn: str) -> dict[int, int]:
+    """How many queues each node holds, by node id; a node holding none is absent."""
+    async with _connected(control_dsn) as control:
+        rows = await control.fetch(
+            "SELECT node_id, count(*) AS held FROM courier_queue_homes GROUP BY node_id"
+        )
+    return {row["node_id"]: row["held"] for row in rows}
+
+
 async def _nodes(connection: asyncpg.Connection, control_dsn: str) -> list[Node]:
     rows = await connection.fetch("SELECT id, dsn, state, capacity FROM courier_nodes ORDER BY id")
     found = [Node(row["id"], row["dsn"], row["state"], row["capacity"]) for row in rows]

@@ -209,3 +209,21 @@ async def _instance(control: repository.Repository) -> int:
 def test_ids_name_their_node() -> None:
     assert [nodes.node_of(i) for i in (1, SECOND - 1, SECOND + 1, 31 * SECOND + 5)] == [1, 1, 2, 32]
     assert 32 * SECOND <= 2**53  # every id of 32 nodes is exact in a JSON number
+
+
+async def test_join_adds_a_database_once_and_follows_a_node_that_moved(
+    dsn: str, empty_dsn: str
+) -> None:
+    first = await nodes.join(dsn, empty_dsn)
+    moved = empty_dsn + "?application_name=moved"  # the same database, reached another way
+    again = await nodes.join(dsn, moved)
+    assert (first.id, again.id) == (2, 2)
+    assert [node.dsn for node in await nodes.list_nodes(dsn)] == [dsn, moved]
+
+
+async def test_queue_counts_count_each_nodes_queues(cluster: Cluster, dsn: str) -> None:
+    assert await nodes.queue_counts(dsn) == {}
+    made = [await cluster.routed.create_queue(name) for name in ("q1", "q2", "q3")]
+    by_id = [nodes.node_of(queue.id) for queue in made]
+    assert await nodes.queue_counts(dsn) == {node: by_id.count(node) for node in set(by_id)}
+    assert set(by_id) == {1, 2}

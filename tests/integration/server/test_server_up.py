@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 import courier
-from courier.db import embedded
+from courier.db import embedded, nodes
 from helpers.consoles import ConsoleProcess
 from helpers.servers import COURIER, environment_without_settings, free_port
 
@@ -173,3 +173,65 @@ def test_up_with_tls_makes_a_ca_and_client_commands_use_it(tmp_path: Path) -> No
             process.kill()
             process.wait()
         embedded.EmbeddedPostgres(data_dir / "pg").stop()
+
+
+def start_up(*args: str, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            [str(COURIER), "up", *args], stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+            env=env,
+        )  # fmt: skip
+
+
+def stop_up(process: subprocess.Popen[bytes], log: Path) -> None:
+    process.send_signal(signal.SIGINT)
+    assert process.wait(60) == 0, log.read_text()
+
+
+def test_up_with_two_nodes_spreads_queues_and_finds_its_nodes_again(tmp_path: Path) -> None:
+    data_dir = tmp_path / "courier"
+    port = free_port()
+    log = tmp_path / "up.log"
+    env = environment_without_settings()
+    env["COURIER_DATA_DIR"] = str(data_dir)
+    env["COLUMNS"] = "200"  # `courier node list` prints whole DSNs
+    databases = [embedded.EmbeddedPostgres(data_dir / name) for name in ("pg", "pg-node2")]
+    process = start_up("--nodes", "2", "--port", str(port), env=env, log=log)
+    try:
+        wait_for_file(data_dir / "up.json", process, log)
+        assert all(db.status().state is embedded.State.RUNNING for db in databases)
+        listed = courier_command("node", "list", env=env)
+        assert f"127.0.0.1:{databases[1].port}/courier" in listed
+        # up.json is written just before the announcement, a client command after it.
+        assert f"node 2 database postgresql://postgres:***@127.0.0.1:{databases[1].port}/" in (
+            log.read_text()
+        )
+        with courier.Client.connect(f"127.0.0.1:{port}") as client:
+            client.register("placer")
+            client.login(name="placer")
+            first, second = client.create_queue("first"), client.create_queue("second")
+        assert (nodes.node_of(first.id), nodes.node_of(second.id)) == (1, 2)
+        stop_up(process, log)
+        assert all(db.status().state is not embedded.State.RUNNING for db in databases)
+
+        # Again on the same data dir: the second database is node 2 still, not a new node.
+        process = start_up("--nodes", "2", "--port", str(port), env=env, log=log)
+        wait_for_file(data_dir / "up.json", process, log)
+        rows = [line for line in courier_command("node", "list", env=env).splitlines()
+                if "active" in line]  # fmt: skip
+        assert len(rows) == 2
+        with courier.Client.connect(f"127.0.0.1:{port}") as client:
+            client.login(name="placer")
+            assert client.get_queue("second").id == second.id
+        stop_up(process, log)
+        assert all(db.status().state is not embedded.State.RUNNING for db in databases)
+    finally:
+        if process.poll() is None:  # a failed assertion: let `courier up` stop its children
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        for database in reversed(databases):
+            database.stop()
