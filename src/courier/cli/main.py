@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "serve": "courier.cli.serve:serve",
     "up": "courier.cli.up:up",
     "node": "courier.cli.node_commands:node",
+    "controller": "courier.cli.controller:controller",
     "register": "courier.cli.client_commands:register",
     "secret": "courier.cli.admin_commands:secret",
     "admin": "courier.cli.admin_commands:admin",

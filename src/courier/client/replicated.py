@@ -14,9 +14,10 @@ reads goes to that member (docs/nodes.md). Order holds per member only.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from courier import models, protocol
+from courier import errors, models, protocol
 from courier.client import session
 
 if TYPE_CHECKING:
@@ -24,10 +25,15 @@ if TYPE_CHECKING:
 
     from courier.client.async_client import AsyncClient
 
+T = TypeVar("T")
+
 
 class Place:
     """A producer's or consumer's member of a replicated queue; leave it (or use it
-    as an async context manager) when done. ``queue`` is the member's queue."""
+    as an async context manager) when done. ``queue`` is the member's queue. When the
+    controller removes the member, the next call joins again and goes on there."""
+
+    role = models.Role.PRODUCER
 
     def __init__(self, client: AsyncClient, name: str, place: models.Place) -> None:
         self.client = client
@@ -41,6 +47,14 @@ class Place:
     @property
     def member(self) -> int:
         return self.place.member
+
+    async def on_member(self, call: Callable[[int], Awaitable[T]]) -> T:
+        """``call`` with the member's queue id; once more on a new member if it is gone."""
+        try:
+            return await call(self.place.queue)
+        except errors.QueueNotFound:
+            self.place = await self.client._join(self.name, self.role)
+            return await call(self.place.queue)
 
     async def leave(self) -> None:
         """Give the place up; the balancer then counts one client less there."""
@@ -56,27 +70,33 @@ class Place:
 
 
 class Producer(Place):
+    role = models.Role.PRODUCER
+
     async def send(self, body: bytes | str, **options: Any) -> list[int]:
         """``AsyncClient.send`` to the member; the same options."""
-        return await self.client.send(self.queue, body, **options)
+        return await self.on_member(lambda queue: self.client.send(queue, body, **options))
 
     async def send_many(self, messages: Any, **options: Any) -> list[list[int]]:
         """``AsyncClient.send_many`` to the member."""
-        return await self.client.send_many(self.queue, messages, **options)
+        return await self.on_member(lambda queue: self.client.send_many(queue, messages, **options))
 
 
 class Consumer(Place):
+    role = models.Role.CONSUMER
+
     async def receive(self, *, timeout: float, **options: Any) -> models.Message | None:
         """``AsyncClient.receive`` from the member."""
-        return await self.client.receive(self.queue, timeout=timeout, **options)
+        return await self.on_member(
+            lambda queue: self.client.receive(queue, timeout=timeout, **options)
+        )
 
     async def pop(self, **options: Any) -> models.Message | None:
         """``AsyncClient.pop`` from the member."""
-        return await self.client.pop(self.queue, **options)
+        return await self.on_member(lambda queue: self.client.pop(queue, **options))
 
     async def receive_many(self, **options: Any) -> list[models.Message]:
         """``AsyncClient.receive_many`` from the member."""
-        return await self.client.receive_many(self.queue, **options)
+        return await self.on_member(lambda queue: self.client.receive_many(queue, **options))
 
 
 class ReplicatedMethods:
