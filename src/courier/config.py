@@ -91,6 +91,9 @@ class ServerSettings:
     tls: TlsFiles | None = None  # None serves plaintext
     metrics_host: str = "127.0.0.1"
     metrics_port: int | None = None  # None serves no metrics
+    # The lab's stand-in for a slower database server: each node serves this
+    # middleware's requests one at a time, each taking at least this long (0: off).
+    node_service_ms: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

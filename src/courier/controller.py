@@ -338,6 +338,6 @@ class Controller:
             r = m.replica
             self._recorder(
                 record_schema.REPLICA_SAMPLES,
-                (self._run_id, now, name, r.member, r.node, r.producers, r.consumers,
+                (self._run_id, now, name, r.member, r.queue, r.node, r.producers, r.consumers,
                  r.length, m.produced, m.consumed, m.capacity),
             )  # fmt: skip

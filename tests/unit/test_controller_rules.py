@@ -1,8 +1,13 @@
-"""The controller's rules on members made up for the purpose: load, provisioning, moves."""
+"""The controller's rules on members made up for the purpose: load, provisioning, moves;
+and the paced node that stands in for a node's capacity in the lab."""
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from courier import controller, models
+from courier.db import routing
 
 RULES = controller.Rules(capacity=4, high=1.0, low=0.5, move_above=10, move_at_most=100)
 
@@ -46,3 +51,17 @@ def test_half_the_gap_moves_from_the_longest_to_the_shortest() -> None:
     assert controller.rebalance(close, RULES) is None
     huge = [member(1, 0, 0, length=1000), member(2, 0, 0, length=0)]
     assert controller.rebalance(huge, RULES)[2] == 100  # type: ignore[index]
+
+
+async def test_a_paced_node_serves_one_request_at_a_time_for_its_service_time() -> None:
+    class Node:
+        pool = "kept"
+
+        async def send(self, n: int) -> int:
+            return n
+
+    paced = routing.Paced(Node(), service_s=0.02)
+    began = time.perf_counter()
+    assert await asyncio.gather(*(paced.send(n) for n in range(5))) == [0, 1, 2, 3, 4]
+    assert time.perf_counter() - began >= 5 * 0.02  # one service time after another
+    assert paced.pool == "kept"  # plain attributes pass through

@@ -185,6 +185,14 @@ DEFAULTS = config.ServerSettings()
     help="Coalesce the sends and reads that arrive together into one database call.",
 )
 @click.option(
+    "--node-service-ms",
+    type=click.FloatRange(min=0),
+    default=DEFAULTS.node_service_ms,
+    show_default=True,
+    help="The lab's capacity stand-in: each database node serves this middleware's"
+    " requests one at a time, each taking at least this long (0: off).",
+)
+@click.option(
     "--record-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -245,6 +253,7 @@ def serve(
     open_login: bool,
     max_login_failures: int,
     batching: bool,
+    node_service_ms: float,
     record_dir: Path | None,
     run_id: str,
     tls_cert: Path | None,
@@ -294,6 +303,7 @@ def serve(
         open_login=open_login,
         max_login_failures=max_login_failures,
         batching=batching,
+        node_service_ms=node_service_ms,
         record_dir=record_dir,
         run_id=run_id,
         tls=tls_files(tls_cert, tls_key),

@@ -35,9 +35,10 @@ class RoutedBackend:
     """Routes every Backend call to its node; see the module docstring. Each node's
     backend is a plain or a batched repository (``Any`` here: the mock has no nodes)."""
 
-    def __init__(self, control: Any) -> None:
+    def __init__(self, control: Any, service_s: float = 0.0) -> None:
         self.control: Any = control
-        self._nodes: dict[int, Any] = {nodes.CONTROL_NODE: control}
+        self._service_s = service_s
+        self._nodes: dict[int, Any] = {nodes.CONTROL_NODE: self._paced(control)}
         self.members: frozenset[int] = frozenset()
         """The member queues of replicated queues, whose traffic is counted."""
         self._counts: dict[int, list[int]] = {}  # member queue id -> [sent, taken]
@@ -49,10 +50,14 @@ class RoutedBackend:
         return sorted(self._nodes)
 
     def attach(self, node_id: int, backend: Any) -> None:
-        self._nodes[node_id] = backend
+        self._nodes[node_id] = self._paced(backend)
 
     def detach(self, node_id: int) -> Any:
-        return self._nodes.pop(node_id, None)
+        found = self._nodes.pop(node_id, None)
+        return found.backend if isinstance(found, Paced) else found
+
+    def _paced(self, backend: Any) -> Any:
+        return Paced(backend, self._service_s) if self._service_s > 0 else backend
 
     def node(self, node_id: int) -> Any:
         try:
@@ -595,6 +600,30 @@ class RoutedBackend:
             sender_id, topic, body, receiver=receiver, priority=priority, context=context,
             options=options, timing=timing,
         )  # fmt: skip
+
+
+class Paced:
+    """A node as slow as a server with a fixed service time: its requests pass one at
+    a time, each holding the node for ``service_s`` before it runs. The lab's stand-in
+    for a node's capacity on a machine whose nodes all share the same cores
+    (`courier serve --node-service-ms`); the control calls on node 1 are not paced."""
+
+    def __init__(self, backend: Any, service_s: float) -> None:
+        self.backend = backend
+        self._service_s = service_s
+        self._turn = asyncio.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        found = getattr(self.backend, name)
+        if not asyncio.iscoroutinefunction(found):
+            return found
+
+        async def paced(*args: Any, **kwargs: Any) -> Any:
+            async with self._turn:
+                await asyncio.sleep(self._service_s)
+            return await found(*args, **kwargs)
+
+        return paced
 
 
 def _transaction_ids(operations: Sequence[transactions.Operation]) -> list[int]:

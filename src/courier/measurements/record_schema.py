@@ -110,6 +110,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("ts_ns", pa.int64(), "sample instant (one per controller round)"),
         Field("replicated", pa.string(), "replicated queue name"),
         Field("member", pa.int32(), "member number"),
+        Field("queue_id", pa.int64(), "the member's queue"),
         Field("node", pa.int32(), "node holding the member"),
         Field("producers", pa.int32(), "producers given this member"),
         Field("consumers", pa.int32(), "consumers given this member"),

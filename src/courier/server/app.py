@@ -81,7 +81,9 @@ class Server:
             store: backend.Cluster = mock.MockBackend()
             instance_id = 0
         else:
-            routed = routing.RoutedBackend(await self._open_database())
+            routed = routing.RoutedBackend(
+                await self._open_database(), self.settings.node_service_ms / 1000
+            )
             await self._link_nodes(routed)
             health = routing.RoutedInstances(await self._open_health_link(), routed)
             store, instance_id = routed, await self._register(health)
