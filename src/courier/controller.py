@@ -13,8 +13,9 @@ consumption rates (the middleware's reported totals), and then:
   are moved to the others, and its queue goes once it is empty (its clients then
   join again, elsewhere);
 - **evens out** the members' lengths: when the longest holds ``Rules.move_above``
-  more messages than the shortest, half the difference (at most
-  ``Rules.move_at_most``) moves, exactly once (``courier.db.transfers``).
+  more messages than the shortest member with consumers, or that member is empty
+  while its consumers wait, half the difference (at most ``Rules.move_at_most``)
+  moves, exactly once (``courier.db.transfers``).
 
 Each decision is logged, kept on the control node (the console shows them) and,
 with a recorder, written as a lab record beside a sample of every member each
@@ -116,15 +117,19 @@ def provision(members: list[Member], rules: Rules, free_node: int | None) -> tup
 
 
 def rebalance(members: list[Member], rules: Rules) -> tuple[Member, Member, int] | None:
-    """(from, to, count): half the gap between the longest and the shortest member."""
+    """(from, to, count): from the longest member to the shortest one that has
+    consumers, half the gap when it is above ``Rules.move_above`` (a flooding member
+    pushes), and also when that member is empty (its waiting consumers pull)."""
     if len(members) < 2:
         return None
     longest = max(members, key=lambda m: (m.replica.length, -m.replica.member))
-    shortest = min(members, key=lambda m: (m.replica.length, m.replica.member))
+    readers = [m for m in members if m.replica.consumers and m is not longest]
+    shortest = min(readers or members, key=lambda m: (m.replica.length, m.replica.member))
     gap = longest.replica.length - shortest.replica.length
-    if gap <= rules.move_above:
+    draining = shortest.replica.length == 0 and shortest.replica.consumers > 0
+    if gap <= 0 or (gap <= rules.move_above and not draining):
         return None
-    return longest, shortest, min(gap // 2, rules.move_at_most)
+    return longest, shortest, min((gap + 1) // 2, rules.move_at_most)
 
 
 @dataclass

@@ -53,6 +53,18 @@ def test_half_the_gap_moves_from_the_longest_to_the_shortest() -> None:
     assert controller.rebalance(huge, RULES)[2] == 100  # type: ignore[index]
 
 
+def test_messages_go_where_consumers_are_and_an_empty_member_with_consumers_pulls() -> None:
+    # Member 2 is shorter but has no consumers: member 3's consumers get the messages.
+    members = [member(1, 2, 0, length=40), member(2, 0, 0, length=0), member(3, 0, 2, length=10)]
+    source, target, count = controller.rebalance(members, RULES)  # type: ignore[misc]
+    assert (source.replica.member, target.replica.member, count) == (1, 3, 15)
+    # A gap of 3 is below move_above, but member 2's consumers wait on nothing.
+    pulling = [member(1, 1, 0, length=3), member(2, 0, 2, length=0)]
+    assert controller.rebalance(pulling, RULES)[1:] == (pulling[1], 2)  # type: ignore[index]
+    idle = [member(1, 1, 0, length=3), member(2, 0, 0, length=0)]  # nobody waits
+    assert controller.rebalance(idle, RULES) is None
+
+
 async def test_a_paced_node_serves_one_request_at_a_time_for_its_service_time() -> None:
     class Node:
         pool = "kept"

@@ -5,6 +5,7 @@
     courier lab clients --servers H:P --record-dir DIR --run-id r000 --count 16
     courier lab clock --servers H:P,H:P              # clock offsets of middleware
     courier lab align experiments/NAME               # apply them to collected records
+    courier lab cluster experiments/cluster-balancing.toml  # replicated queues (docs/nodes.md)
 
 docs/lab.md describes specs, workloads and multi-host set-ups.
 """
@@ -235,6 +236,6 @@ def _addresses(text: str) -> list[str]:
         raise click.BadParameter(str(exc), param_hint="--servers") from exc
 
 
-from courier.cli import lab_bench  # noqa: E402  (adds `bench` and `scale` to `lab`)
+from courier.cli import lab_bench, lab_cluster  # noqa: E402  (add bench, scale, cluster)
 
-__all__ = ["lab", "lab_bench"]
+__all__ = ["lab", "lab_bench", "lab_cluster"]

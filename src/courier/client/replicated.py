@@ -15,7 +15,7 @@ reads goes to that member (docs/nodes.md). Order holds per member only.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from courier import errors, models, protocol
 from courier.client import session
@@ -60,7 +60,7 @@ class Place:
         """Give the place up; the balancer then counts one client less there."""
         await self.client._session.call(protocol.LeaveReplicated(self.place.id), protocol.Done)
 
-    async def __aenter__(self) -> Place:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
