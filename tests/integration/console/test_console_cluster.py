@@ -186,3 +186,22 @@ async def rates_of(console: RunningConsole, queue: int) -> dict[str, Any]:
             return dict(row)
         await asyncio.sleep(0.2)
     raise AssertionError(f"no rate for member queue {queue}")
+
+
+async def test_replicated_queues_are_paged_with_all_their_members(
+    routed: routing.RoutedBackend, start_console: StartConsole
+) -> None:
+    first = await routed.create_replicated_queue("alpha", 2)
+    await routed.create_replicated_queue("beta", 1)
+    console = await start_console()
+    page = await console.get_json("/api/cluster", limit=1)
+    assert [(m["name"], m["member"]) for m in page["members"]["items"]] == [
+        ("alpha", 1),
+        ("alpha", 2),
+    ]
+    assert page["members"]["next_after"] == first.id
+    rest = await console.get_json("/api/cluster", limit=1, after=first.id)
+    assert [(m["name"], m["member"]) for m in rest["members"]["items"]] == [("beta", 1)]
+    assert rest["members"]["next_after"] is None
+    html = await console.http.get("/cluster", params={"limit": 1})
+    assert f'href="/cluster?limit=1&amp;after={first.id}"' in html.text
