@@ -38,6 +38,10 @@ async def topics(request: Request) -> JSONResponse:
     return as_json(await data.topic_list(state.of(request), request.query_params))
 
 
+async def cluster(request: Request) -> JSONResponse:
+    return as_json(await data.cluster(state.of(request), request.query_params))
+
+
 async def queue_messages(request: Request) -> JSONResponse:
     queue_id = params.path_id(request.path_params, "queue_id")
     return as_json(await data.queue_detail(state.of(request), queue_id, request.query_params))
@@ -55,6 +59,7 @@ routes = [
     Route("/api/clients/{client_id:int}", client, name="api_client"),
     Route("/api/queues", queues, name="api_queues", methods=["GET"]),
     Route("/api/topics", topics, name="api_topics"),
+    Route("/api/cluster", cluster, name="api_cluster"),
     Route("/api/queues/{queue_id:int}/messages", queue_messages, name="api_queue_messages"),
     Route("/api/messages/{message_id:int}", message, name="api_message", methods=["GET"]),
 ]

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import asyncpg
+
 from courier import models
-from courier.console import bodies, params, queries, rows, state
+from courier.console import bodies, member_rates, node_pools, params, queries, rows, state
+from courier.db import nodes
+
+DECISIONS_SHOWN = 50
+NODE_FAILURES = (OSError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +49,17 @@ class QueueList:
 @dataclass(frozen=True, slots=True)
 class TopicList:
     topics: rows.Page[rows.TopicRow]
+    count_cap: int
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """The nodes; a page of replicated queues, one row per member; and the
+    controller's latest decisions, newest first."""
+
+    nodes: list[rows.NodeRow]
+    members: rows.Page[rows.MemberRow]
+    decisions: list[rows.DecisionRow]
     count_cap: int
 
 
@@ -137,3 +156,63 @@ async def topic_list(console: state.ConsoleState, query: Mapping[str, str]) -> T
     paging = params.paging(query, console.settings.page_size)
     cap = console.settings.count_cap
     return TopicList(topics=await queries.topics(console.pool, paging, cap), count_cap=cap)
+
+
+async def cluster(console: state.ConsoleState, query: Mapping[str, str]) -> Cluster:
+    paging = params.paging(query, console.settings.page_size)
+    cap = console.settings.count_cap
+    listed = await queries.cluster_nodes(console.pool, console.settings.dsn)
+    page = await queries.replicated_members(console.pool, paging)
+    reads = await asyncio.gather(
+        *(node_lengths(console, row, dsn, page.items) for row, dsn in listed)
+    )
+    lengths = {queue: length for found, _ in reads for queue, length in found.items()}
+    rates = console.members.rates()
+    return Cluster(
+        nodes=[
+            dataclasses.replace(row, error=error)
+            for (row, _), (_, error) in zip(listed, reads, strict=True)
+        ],
+        members=dataclasses.replace(
+            page, items=[with_numbers(m, lengths, rates) for m in page.items]
+        ),
+        decisions=await queries.cluster_decisions(console.pool, DECISIONS_SHOWN),
+        count_cap=cap,
+    )
+
+
+async def node_lengths(
+    console: state.ConsoleState, node: rows.NodeRow, dsn: str, members: list[rows.MemberRow]
+) -> tuple[dict[int, int | None], str | None]:
+    """The lengths of the members ``node`` holds, read on it, and why it could not be
+    read (None when it could). Every active node is read, so each shows whether the
+    console reaches it; node 1 is the console's own database."""
+    queue_ids = [m.queue for m in members if m.node == node.id and m.queue is not None]
+    cap = console.settings.count_cap
+    if node.id == nodes.CONTROL_NODE:
+        return await queries.member_lengths(console.pool, queue_ids, cap), None
+    if node.state != "active":
+        return {}, None
+    try:
+        pool = await console.node_pools.pool(node.id, dsn)
+        return await queries.member_lengths(pool, queue_ids, cap), None
+    except NODE_FAILURES as exc:
+        return {}, node_pools.failure(dsn, exc)
+
+
+def with_numbers(
+    member: rows.MemberRow,
+    lengths: dict[int, int | None],
+    rates: dict[int, member_rates.MemberRate],
+) -> rows.MemberRow:
+    """A member row with its length, rates and, on node 1, its queue page."""
+    if member.queue is None:
+        return member
+    rate = rates.get(member.queue)
+    return dataclasses.replace(
+        member,
+        queue_page=member.queue if member.node == nodes.CONTROL_NODE else None,
+        length=lengths.get(member.queue),
+        produced_per_s=rate.produced if rate else None,
+        consumed_per_s=rate.consumed if rate else None,
+    )

@@ -32,6 +32,15 @@ def age(seconds: float | None) -> str:
     return f"{whole // 86400} d {whole % 86400 // 3600} h"
 
 
+def rate(value: float | None) -> str:
+    """Messages per second, as console.js prints them."""
+    return DASH if value is None else f"{value:.1f}"
+
+
+def ratio(value: float | None) -> str:
+    return DASH if value is None else f"{value:.2f}"
+
+
 def timestamp(value: datetime | None) -> str:
     if value is None:
         return DASH
@@ -51,6 +60,8 @@ FILTERS = {
     "integer": integer,
     "count": count,
     "age": age,
+    "rate": rate,
+    "ratio": ratio,
     "timestamp": timestamp,
     "online": online,
     "text": text,

@@ -107,6 +107,11 @@ async def topics(request: Request) -> Response:
     return render(request, "topics.html", "Topics", page, api_url(request, "/api/topics"))
 
 
+async def cluster(request: Request) -> Response:
+    page = await data.cluster(state.of(request), request.query_params)
+    return render(request, "cluster.html", "Cluster", page, api_url(request, "/api/cluster"))
+
+
 async def queue(request: Request) -> Response:
     queue_id = params.path_id(request.path_params, "queue_id")
     page = await data.queue_detail(state.of(request), queue_id, request.query_params)
@@ -144,6 +149,7 @@ routes = [
     Route("/queues", queues, methods=["GET"]),
     Route("/queues/{queue_id:int}", queue),
     Route("/topics", topics),
+    Route("/cluster", cluster),
     Route("/messages/{message_id:int}", message),
     Route("/admin", admin),
 ]

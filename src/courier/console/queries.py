@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from courier import errors, models
+from courier import config, errors, models
 from courier.console import bodies, params, rows
 from courier.db import jsonb
 
@@ -106,11 +106,17 @@ async def topics(
     """A page of topics (``paging.limit`` of them, with all their subscriptions)."""
     records = await pool.fetch(sql("topics"), paging.after, paging.limit + 1, count_cap)
     found = [rows.TopicRow(**dict(record)) for record in records]
-    topic_ids = list(dict.fromkeys(row.topic for row in found))
-    if len(topic_ids) <= paging.limit:
+    return grouped_page(found, paging.limit, lambda row: row.topic)
+
+
+def grouped_page(found: list[T], limit: int, group: Callable[[T], int]) -> rows.Page[T]:
+    """Rows of at most limit + 1 groups (a topic and its subscriptions, ...), in
+    group order: the extra group only says another page exists."""
+    group_ids = list(dict.fromkeys(group(row) for row in found))
+    if len(group_ids) <= limit:
         return rows.Page(items=found, next_after=None)
-    last = topic_ids[paging.limit - 1]
-    return rows.Page(items=[row for row in found if row.topic <= last], next_after=last)
+    last = group_ids[limit - 1]
+    return rows.Page(items=[row for row in found if group(row) <= last], next_after=last)
 
 
 async def client(pool: asyncpg.Pool, client_id: int, count_cap: int) -> rows.ClientRow:
@@ -209,3 +215,40 @@ async def message(
     )
     properties = jsonb.loads(record["properties"])
     return message_row(record, dump=True), where, bytes(record["body"]), properties
+
+
+# -- cluster ----------------------------------------------------------------------
+async def cluster_nodes(pool: asyncpg.Pool, own_dsn: str) -> list[tuple[rows.NodeRow, str]]:
+    """Every node, as shown (its DSN's password masked), with the DSN to reach it."""
+    found = []
+    for record in await pool.fetch(sql("cluster_nodes"), own_dsn):
+        shown = {**dict(record), "dsn": config.redact_dsn(record["dsn"])}
+        found.append((rows.NodeRow(**shown), str(record["dsn"])))
+    return found
+
+
+async def replicated_members(
+    pool: asyncpg.Pool, paging: params.Paging
+) -> rows.Page[rows.MemberRow]:
+    """A page of replicated queues (``paging.limit`` of them, with all their members)."""
+    records = await pool.fetch(sql("replicated_members"), paging.after, paging.limit + 1)
+    found = [rows.MemberRow(**dict(record)) for record in records]
+    return grouped_page(found, paging.limit, lambda row: row.replicated)
+
+
+async def member_lengths(
+    pool: asyncpg.Pool, queue_ids: Sequence[int], count_cap: int
+) -> dict[int, int | None]:
+    """Visible messages of each queue, on the node holding them (capped)."""
+    records = await pool.fetch(sql("member_lengths"), list(queue_ids), count_cap)
+    return {int(record["queue"]): record["length"] for record in records}
+
+
+async def member_totals(pool: asyncpg.Pool) -> dict[int, tuple[int, int]]:
+    """Each member's running totals (stored in, taken from) over all middleware."""
+    records = await pool.fetch(sql("member_totals"))
+    return {int(r["queue"]): (int(r["sent"]), int(r["taken"])) for r in records}
+
+
+async def cluster_decisions(pool: asyncpg.Pool, limit: int) -> list[rows.DecisionRow]:
+    return [rows.DecisionRow(**dict(r)) for r in await pool.fetch(sql("cluster_decisions"), limit)]

@@ -15,6 +15,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from courier.console import rows
 
@@ -22,6 +23,13 @@ MIN_INTERVAL_S = 1.0
 LATEST_OVER_S = 5.0  # the headline rate averages this much recent history
 
 log = logging.getLogger(__name__)
+
+
+class Sampler(Protocol):
+    async def run(self) -> None: ...
+
+
+S = TypeVar("S", bound=Sampler)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,20 @@ def rate_between(earlier: Sample, later: Sample) -> rows.RatePoint:
     )
 
 
+async def every(interval_s: float, sample_once: Callable[[], Awaitable[None]], what: str) -> None:
+    """Sample forever on a fixed beat; a failed sample is skipped, not fatal."""
+    while True:
+        started = time.monotonic()
+        try:
+            await sample_once()
+        except OSError as exc:  # includes TimeoutError
+            log.warning("%s failed: %s", what, exc)
+        except Exception:  # the database may be restarting; keep the console up
+            log.exception("%s failed", what)
+        elapsed = time.monotonic() - started
+        await asyncio.sleep(max(interval_s - elapsed, 0.0))
+
+
 def growth(samples: list[Sample], counter: str) -> int:
     """How much a counter grew across the samples; resets count as no growth."""
     values = [int(getattr(sample, counter)) for sample in samples]
@@ -64,17 +86,7 @@ class RateSampler:
         self._samples.append(Sample(time.time(), inserted, deleted))
 
     async def run(self) -> None:
-        """Sample forever on a fixed beat; a failed sample is skipped, not fatal."""
-        while True:
-            started = time.monotonic()
-            try:
-                await self.sample_once()
-            except OSError as exc:  # includes TimeoutError
-                log.warning("rate sample failed: %s", exc)
-            except Exception:  # the database may be restarting; keep the console up
-                log.exception("rate sample failed")
-            elapsed = time.monotonic() - started
-            await asyncio.sleep(max(self.interval_s - elapsed, 0.0))
+        await every(self.interval_s, self.sample_once, "rate sample")
 
     def rates(self) -> rows.Rates:
         samples = list(self._samples)
@@ -94,9 +106,9 @@ class RateSampler:
 
 
 @contextlib.asynccontextmanager
-async def running(sampler: RateSampler) -> AsyncIterator[RateSampler]:
+async def running(sampler: S) -> AsyncIterator[S]:
     """Run the sampler in the background for the duration of the block."""
-    task = asyncio.create_task(sampler.run(), name="courier-console-rates")
+    task = asyncio.create_task(sampler.run(), name=f"courier-console-{type(sampler).__name__}")
     try:
         yield sampler
     finally:

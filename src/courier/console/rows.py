@@ -142,6 +142,64 @@ class TopicRow:
 
 
 @dataclass(frozen=True, slots=True)
+class NodeRow:
+    """A database node. ``dsn`` has its password masked; ``queues`` counts the queues
+    it holds; ``error`` says why the console could not read it (None: it could, or
+    it was not asked, being removed)."""
+
+    id: int
+    dsn: str
+    state: str
+    capacity: int | None
+    queues: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MemberRow:
+    """One member of a replicated queue, or a replicated queue without any (member
+    fields None). ``queue_page`` is the member queue's id when its page is in this
+    console (it lives on node 1), else None. ``length`` counts its visible messages
+    on its node (capped; None when the node could not be read); ``produced_per_s``
+    and ``consumed_per_s`` are the messages stored in it and taken from it per
+    second over the last few seconds, as the middleware report them (None until
+    two reports were read)."""
+
+    replicated: int
+    name: str
+    policy: str
+    member: int | None
+    node: int | None
+    queue: int | None
+    queue_name: str | None
+    producers: int | None
+    consumers: int | None
+    queue_page: int | None = None
+    length: int | None = None
+    produced_per_s: float | None = None
+    consumed_per_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    """What the provisioning controller decided: ``add`` or ``remove`` member
+    ``member`` on ``node``, or ``move`` ``moved`` messages from member ``member`` to
+    node ``node``; and the replicated queue's clients, capacity, load and length then."""
+
+    id: int
+    decided_at: datetime
+    replicated: str
+    decision: str
+    member: int
+    node: int
+    moved: int
+    clients: int
+    capacity: int
+    load: float
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     """One keyset page: ``next_after`` is the cursor for the next page, None at the end.
     ``scan_limited`` says the page stopped because it examined its budget of rows."""

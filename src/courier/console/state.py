@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import asyncpg
 from starlette.requests import Request
 
-from courier.console import queries, rates, sessions, settings
+from courier.console import member_rates, node_pools, queries, rates, sessions, settings
 from courier.db import _translate, repository
 
 STATE_KEY = "console"
@@ -34,6 +34,8 @@ class ConsoleState:
     repository: repository.ConsoleRepository
     sampler: rates.RateSampler
     sessions: sessions.SessionStore
+    members: member_rates.MemberSampler
+    node_pools: node_pools.NodePools
 
 
 def of(request: Request) -> ConsoleState:
@@ -60,15 +62,21 @@ async def open_pool(console_settings: settings.ConsoleSettings) -> asyncpg.Pool:
 async def opened(
     console_settings: settings.ConsoleSettings, store: sessions.SessionStore
 ) -> AsyncIterator[ConsoleState]:
-    """Open the pool and start the rate sampler; close both on the way out."""
+    """Open the pool and start the rate samplers; close all on the way out. Pools on
+    the cluster's other nodes open when a page first needs them."""
     repo = repository.ConsoleRepository(await open_pool(console_settings))
+    others = node_pools.NodePools(SESSION_SETTINGS)
     try:
         sampler = rates.RateSampler(
             lambda: queries.message_counters(repo.pool),
             console_settings.rate_interval_s,
             console_settings.rate_window_s,
         )
-        async with rates.running(sampler):
-            yield ConsoleState(console_settings, repo.pool, repo, sampler, store)
+        members = member_rates.MemberSampler(
+            lambda: queries.member_totals(repo.pool), console_settings.rate_interval_s
+        )
+        async with rates.running(sampler), rates.running(members):
+            yield ConsoleState(console_settings, repo.pool, repo, sampler, store, members, others)
     finally:
+        await others.close()
         await repo.close()

@@ -46,6 +46,12 @@ BOUNDED_QUERIES: dict[str, list[tuple[tuple[Any, ...], int]]] = {
     "message_counters": [((), 0)],
     # Each of the page's topics has at most 3 subscriptions, each backlog counted to the cap.
     "topics": [((0, PAGE, CAP), PAGE * 3 * (CAP + 1))],
+    # The cluster page reads no messages but each member's length, counted to the cap.
+    "cluster_nodes": [(("postgresql://127.0.0.1/courier",), 0)],
+    "replicated_members": [((0, PAGE), 0)],
+    "member_lengths": [(([1, 5, 999], CAP), 2 * (CAP + 1))],
+    "member_totals": [((), 0)],
+    "cluster_decisions": [((50,), 0)],
 }
 
 # 30,000 messages, skewed like a busy system: queue 1 holds two thirds of them,

@@ -3,7 +3,7 @@
 // Markup conventions (the server renders the first state with the same markup):
 //   <main data-api="/api/..." data-refresh="2000">  what to poll, and how often
 //   data-bind="path"       text of the element = value at path (dots for nesting)
-//   data-format="int|count|age|time|rate|online|text"   how to print the value
+//   data-format="int|count|age|time|rate|ratio|online|text"   how to print the value
 //   data-list="path"       a tbody holding a <template> row, repeated per item
 //   data-href="/x/{id}"    inside a row: a link built from the item's fields
 //   data-action="/x/{id}"  the same for a form's action
@@ -45,6 +45,7 @@
     age: (value) => formatAge(Number(value)),
     time: (value) => formatTime(String(value)),
     rate: (value) => Number(value).toFixed(1),
+    ratio: (value) => Number(value).toFixed(2),
     online: (value) => (value ? "online" : "offline"),
     text: (value) => String(value),
   };
