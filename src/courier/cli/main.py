@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "up": "courier.cli.up:up",
     "node": "courier.cli.node_commands:node",
     "controller": "courier.cli.controller:controller",
+    "replicated": "courier.cli.replicated_commands:replicated",
     "register": "courier.cli.client_commands:register",
     "secret": "courier.cli.admin_commands:secret",
     "admin": "courier.cli.admin_commands:admin",
