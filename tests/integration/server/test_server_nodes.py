@@ -111,3 +111,46 @@ async def test_producers_and_consumers_of_a_replicated_queue_are_balanced_over_i
     finally:
         for client in (p1, p2, c1):
             await client.close()
+
+
+async def test_requests_replies_priorities_and_leases_work_through_a_member_on_node_2(
+    start_server: StartServer, dsn: str, second_dsn: str
+) -> None:
+    await nodes.add_node(dsn, second_dsn)
+    server = await start_server()
+    async with courier.AsyncClient.connect(address(server)) as setup:
+        for name in ("asker", "worker", "first"):
+            await setup.register(name)
+        await setup.login(name="first")
+        await setup.create_replicated_queue("rpc", 2)
+        await setup.producer("rpc")  # member 1 gets a producer and a consumer first,
+        await setup.consumer("rpc")  # so the next pair goes to member 2, on node 2
+        async with (
+            courier.AsyncClient.connect(address(server), name="asker") as asker,
+            courier.AsyncClient.connect(address(server), name="worker") as worker,
+        ):
+            await _ask_and_lease(asker, worker)
+
+
+async def _ask_and_lease(asker: courier.AsyncClient, worker: courier.AsyncClient) -> None:
+    producer = await asker.producer("rpc")
+    consumer = await worker.consumer("rpc")
+    assert producer.queue == consumer.queue and nodes.node_of(producer.queue) == 2
+
+    async def serve_one() -> None:
+        request = await consumer.receive(timeout=10)
+        assert request is not None
+        await worker.reply(request, request.body.upper())
+
+    serving = asyncio.create_task(serve_one())
+    answer = await asker.request(producer.queue, "hello", timeout=10)
+    await serving
+    assert answer.text == "HELLO"
+    await producer.send("low", priority=1)
+    await producer.send("high", priority=9)
+    leased = await consumer.receive(timeout=5, order="priority", lease=30)
+    assert leased is not None and leased.text == "high" and leased.delivery is not None
+    assert nodes.node_of(leased.delivery) == nodes.node_of(producer.queue)
+    await worker.ack(leased)
+    rest = await consumer.pop()
+    assert rest is not None and rest.text == "low"
