@@ -37,7 +37,12 @@ ADMIN_CLIENT = "admin"
 
 
 @click.command()
-@click.option("--middlewares", default=1, show_default=True, help="Middleware processes to run.")
+@click.option(
+    "--middlewares",
+    type=int,
+    default=None,
+    help="Middleware processes to run (default: one per node).",
+)
 @click.option("--port", default=config.DEFAULT_PORT, show_default=True, help="Port of the first.")
 @click.option(
     "--nodes",
@@ -53,10 +58,11 @@ ADMIN_CLIENT = "admin"
     " commands against this system use it by themselves.",
 )
 @data_dir_option
-def up(middlewares: int, port: int, nodes: int, tls: bool, data_dir: Path) -> None:
+def up(middlewares: int | None, port: int, nodes: int, tls: bool, data_dir: Path) -> None:
     """Start the database(s) and N middleware servers; Ctrl-C stops them all."""
     # `nodes` (the option, named by its flag as the environment-variable rule asks)
     # hides the module of that name in here; join_nodes uses the module.
+    middlewares = nodes if middlewares is None else middlewares
     if middlewares < 1:
         raise click.BadParameter("at least one", param_hint="--middlewares")
     refuse_if_already_up(data_dir)
