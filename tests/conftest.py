@@ -17,6 +17,8 @@ Fixtures
     pool                (function, async) asyncpg pool on ``dsn`` (max 10 connections).
     repo                (function) ``courier.db.repository.Repository`` over ``pool``.
     module_dsn          (module) like ``dsn``, shared by the tests of one module.
+    empty_dsn           (function) DSN of a fresh database without the schema (a node
+                        to add to a cluster, a target to migrate), dropped afterwards.
     servers             (module, async) two running `courier serve` processes on
                         ``module_dsn`` (``helpers.servers.ServerProcess``).
     default_secrets     (autouse) clients register and log in with ``secret_for(name)``
@@ -165,6 +167,13 @@ def dsn(databases: TestDatabases, template_database: str) -> Iterator[str]:
 def module_dsn(databases: TestDatabases, template_database: str) -> Iterator[str]:
     with databases.copy(template_database) as shared_dsn:
         yield shared_dsn
+
+
+@pytest.fixture
+def empty_dsn(databases: TestDatabases) -> Iterator[str]:
+    created = databases.create()
+    yield created
+    databases.drop(created)
 
 
 @pytest.fixture

@@ -3,10 +3,6 @@ their clients and lengths, kept current as messages arrive on the second node.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
-
-import pytest
 from browser_harness import Screenshot
 from playwright.async_api import Page, expect
 
@@ -14,23 +10,13 @@ from courier import controller, models
 from courier.db import nodes, repository, routing
 from helpers.consoles import running_console
 
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
-
-
-@pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
 
 async def test_the_cluster_page_shows_nodes_members_and_decisions(
-    dsn: str, second_dsn: str, page: Page, screenshot: Screenshot
+    dsn: str, empty_dsn: str, page: Page, screenshot: Screenshot
 ) -> None:
-    await nodes.add_node(dsn, second_dsn, capacity=6)
+    await nodes.add_node(dsn, empty_dsn, capacity=6)
     control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(second_dsn)
+    second = await repository.Repository.connect(empty_dsn)
     try:
         routed = routing.RoutedBackend(control)
         routed.attach(2, second)

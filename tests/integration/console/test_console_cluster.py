@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 import urllib.parse
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -16,24 +16,14 @@ from courier.db import nodes, repository, routing
 from courier.server import launcher
 from helpers.consoles import RunningConsole, StartConsole
 
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
-
 P, C = models.Role.PRODUCER, models.Role.CONSUMER
 
 
 @pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
-
-@pytest.fixture
-async def routed(dsn: str, second_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
-    await nodes.add_node(dsn, second_dsn, capacity=6)
+async def routed(dsn: str, empty_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
+    await nodes.add_node(dsn, empty_dsn, capacity=6)
     control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(second_dsn)
+    second = await repository.Repository.connect(empty_dsn)
     backend = routing.RoutedBackend(control)
     backend.attach(2, second)
     try:
@@ -75,7 +65,7 @@ async def test_a_single_database_is_node_1_alone_with_nothing_replicated(
 
 
 async def test_members_show_clients_and_the_length_read_on_their_own_node(
-    routed: routing.RoutedBackend, dsn: str, second_dsn: str, start_console: StartConsole
+    routed: routing.RoutedBackend, dsn: str, empty_dsn: str, start_console: StartConsole
 ) -> None:
     created = await routed.create_replicated_queue("orders", 2)
     instance = (await routed.control.register_instance("127.0.0.1:1")).id
@@ -105,8 +95,8 @@ async def test_members_show_clients_and_the_length_read_on_their_own_node(
     assert f'href="/queues/{first.queue}"' in page.text
     assert f'href="/queues/{second.queue}"' not in page.text  # node 2's queue is not here
     shown = [n["dsn"] for n in body["nodes"]]
-    assert shown == [config.redact_dsn(dsn), config.redact_dsn(second_dsn)]
-    password = urllib.parse.urlsplit(second_dsn).password
+    assert shown == [config.redact_dsn(dsn), config.redact_dsn(empty_dsn)]
+    password = urllib.parse.urlsplit(empty_dsn).password
     if password:  # the test server's DSNs carry one unless trust is set up
         assert password not in page.text and password not in str(body)
 

@@ -3,18 +3,15 @@ capacity, evens the members out, and drains and removes one when the load falls.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
 from courier import controller, errors, models
 from courier.db import nodes, repository, routing
 from courier.measurements import record_schema
-
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
 
 P, C = models.Role.PRODUCER, models.Role.CONSUMER
 RULES = controller.Rules(capacity=4, high=1.0, low=0.5, inhibition_s=0, move_above=50)
@@ -39,17 +36,10 @@ class Rig:
 
 
 @pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
-
-@pytest.fixture
-async def rig(dsn: str, second_dsn: str) -> AsyncIterator[Rig]:
-    await nodes.add_node(dsn, second_dsn)
+async def rig(dsn: str, empty_dsn: str) -> AsyncIterator[Rig]:
+    await nodes.add_node(dsn, empty_dsn)
     control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(second_dsn)
+    second = await repository.Repository.connect(empty_dsn)
     routed = routing.RoutedBackend(control)
     routed.attach(2, second)
     await routed.create_replicated_queue("q", 1)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -69,15 +68,6 @@ async def catalog(dsn: str) -> dict[str, list[tuple[object, ...]]]:
         }
     finally:
         await connection.close()
-
-
-@pytest.fixture
-def empty_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    try:
-        yield created
-    finally:
-        databases.drop(created)
 
 
 async def test_migrations_build_exactly_the_schema_file(

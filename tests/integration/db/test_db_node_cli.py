@@ -7,30 +7,21 @@ import os
 import subprocess
 import sys
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import asyncpg
-import pytest
 
 from courier import config
 from courier.db import schema
 
 if TYPE_CHECKING:
-    from conftest import TestDatabases
+    pass
 
 COURIER = str(Path(sys.executable).with_name("courier"))
 EXIT_REFUSED = 1  # NodeError: a CourierError with no code of its own
 EXIT_UNAVAILABLE = 13
 EXIT_USAGE = 2
-
-
-@pytest.fixture
-def empty_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
 
 
 def courier(*args: str, dsn: str | None, tmp_path: Path) -> subprocess.CompletedProcess[str]:

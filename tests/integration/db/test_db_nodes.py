@@ -6,7 +6,7 @@ reached by its own DSN, as two servers would be.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -20,13 +20,6 @@ if TYPE_CHECKING:
     from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
 
 SECOND = 1 << nodes.ID_BITS  # node 2's ids start just above
-
-
-@pytest.fixture
-def empty_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
 
 
 @dataclass

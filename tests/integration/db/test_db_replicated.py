@@ -3,32 +3,21 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
 
 import pytest
 
 from courier import errors, models
 from courier.db import nodes, repository, routing
 
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
-
 P, C = models.Role.PRODUCER, models.Role.CONSUMER
 
 
 @pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
-
-@pytest.fixture
-async def routed(dsn: str, second_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
-    await nodes.add_node(dsn, second_dsn)
+async def routed(dsn: str, empty_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
+    await nodes.add_node(dsn, empty_dsn)
     control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(second_dsn)
+    second = await repository.Repository.connect(empty_dsn)
     backend = routing.RoutedBackend(control)
     backend.attach(2, second)
     try:

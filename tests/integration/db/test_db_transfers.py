@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import pytest
 
 from courier import errors
 from courier.db import nodes, repository, transfers
-
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
 
 
 @dataclass
@@ -25,18 +21,11 @@ class Pair:
 
 
 @pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
-
-@pytest.fixture
-async def pair(dsn: str, second_dsn: str) -> AsyncIterator[Pair]:
+async def pair(dsn: str, empty_dsn: str) -> AsyncIterator[Pair]:
     one = await repository.Repository.connect(dsn)
     sender = (await one.register_client("alice")).id
-    await nodes.add_node(dsn, second_dsn)  # copies alice
-    two = await repository.Repository.connect(second_dsn)
+    await nodes.add_node(dsn, empty_dsn)  # copies alice
+    two = await repository.Repository.connect(empty_dsn)
     source, target = await one.create_queue("q#1"), await two.create_queue("q#2")
     try:
         yield Pair(one, two, sender, source.id, target.id)

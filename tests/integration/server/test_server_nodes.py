@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,21 +12,11 @@ from courier import errors
 from courier.db import nodes
 from helpers.servers import StartServer, address
 
-if TYPE_CHECKING:
-    from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
-
-
-@pytest.fixture
-def second_dsn(databases: TestDatabases) -> Iterator[str]:
-    created = databases.create()
-    yield created
-    databases.drop(created)
-
 
 async def test_a_receive_on_the_second_node_is_woken_by_a_send_through_another_middleware(
-    start_server: StartServer, dsn: str, second_dsn: str
+    start_server: StartServer, dsn: str, empty_dsn: str
 ) -> None:
-    await nodes.add_node(dsn, second_dsn)
+    await nodes.add_node(dsn, empty_dsn)
     server_a, server_b = await start_server(), await start_server()
     async with courier.AsyncClient.connect(address(server_a)) as setup:
         await setup.register("alice")
@@ -54,14 +42,14 @@ async def test_a_receive_on_the_second_node_is_woken_by_a_send_through_another_m
 
 
 async def test_a_node_added_while_the_middleware_runs_takes_new_queues(
-    start_server: StartServer, dsn: str, second_dsn: str
+    start_server: StartServer, dsn: str, empty_dsn: str
 ) -> None:
     server = await start_server()
     async with courier.AsyncClient.connect(address(server)) as client:
         await client.register("alice")
         await client.login(name="alice")
         first = await client.create_queue("before")
-        await nodes.add_node(dsn, second_dsn)
+        await nodes.add_node(dsn, empty_dsn)
         deadline = time.monotonic() + 10
         for attempt in range(1000):  # the middleware looks at the list of nodes every 2 s
             second = await client.create_queue(f"after-{attempt}")
@@ -77,9 +65,9 @@ async def test_a_node_added_while_the_middleware_runs_takes_new_queues(
 
 
 async def test_producers_and_consumers_of_a_replicated_queue_are_balanced_over_its_members(
-    start_server: StartServer, dsn: str, second_dsn: str
+    start_server: StartServer, dsn: str, empty_dsn: str
 ) -> None:
-    await nodes.add_node(dsn, second_dsn)
+    await nodes.add_node(dsn, empty_dsn)
     server = await start_server()
     names = ["p1", "p2", "c1", "c2"]
     async with courier.AsyncClient.connect(address(server)) as setup:
@@ -114,9 +102,9 @@ async def test_producers_and_consumers_of_a_replicated_queue_are_balanced_over_i
 
 
 async def test_requests_replies_priorities_and_leases_work_through_a_member_on_node_2(
-    start_server: StartServer, dsn: str, second_dsn: str
+    start_server: StartServer, dsn: str, empty_dsn: str
 ) -> None:
-    await nodes.add_node(dsn, second_dsn)
+    await nodes.add_node(dsn, empty_dsn)
     server = await start_server()
     async with courier.AsyncClient.connect(address(server)) as setup:
         for name in ("asker", "worker", "first"):
