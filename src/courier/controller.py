@@ -38,8 +38,14 @@ from courier.measurements import record_schema
 
 log = logging.getLogger(__name__)
 
+CONTROLLER_LOCK = 0x636F6E74  # "cont": held by the one controller of a cluster
+
 Recorder = Callable[[str, tuple[Any, ...]], None]
 """Takes a record kind and a row of its fields (``courier.measurements``)."""
+
+
+class ControllerRunning(errors.CourierError):
+    """Another controller already provisions this cluster."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,17 +164,25 @@ class Controller:
         self._queues: dict[str, _Queue] = {}
         self._counts: dict[int, tuple[int, int]] = {}
         self._counted_at = 0.0
+        self._lock: Any = None
 
     async def start(self) -> None:
+        """Connect to every node; ControllerRunning when another controller has the
+        cluster (a session lock on the control node, freed when its process ends)."""
+        self._lock = await pools.connect(self._dsn)
+        if not await self._lock.fetchval("SELECT pg_try_advisory_lock($1)", CONTROLLER_LOCK):
+            await self._lock.close()
+            raise ControllerRunning("another controller already runs for this cluster")
         control = await repository.Repository.connect(self._dsn)
         self._routed = routing.RoutedBackend(control)
         await self._link_nodes()
 
     async def close(self) -> None:
-        if self._routed is None:
-            return
-        for node_id in self._routed.node_ids:
-            await self._routed.node(node_id).close()
+        if self._routed is not None:
+            for node_id in self._routed.node_ids:
+                await self._routed.node(node_id).close()
+        if self._lock is not None:
+            await self._lock.close()
 
     async def run(self, interval: float, stop: asyncio.Event) -> None:
         """Rounds every ``interval`` seconds until ``stop`` is set."""

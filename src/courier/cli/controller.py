@@ -5,8 +5,8 @@
                        [--record-dir DIR --run-id ID]
 
 It talks to the control node (--dsn, else the database of `courier up`) and to
-every node it lists, until Ctrl-C or SIGTERM. Run one per cluster (two would each
-act on what they see). The rules are in courier.controller and docs/nodes.md.
+every node it lists, until Ctrl-C or SIGTERM. A cluster has one: a second one
+refuses to start. The rules are in courier.controller and docs/nodes.md.
 """
 
 from __future__ import annotations

@@ -124,3 +124,10 @@ async def _owner(rig: Rig, place: models.Place) -> int:
     )
     owner: int = rows[0]["client_id"]
     return owner
+
+
+async def test_a_second_controller_for_the_same_cluster_is_refused(rig: Rig, dsn: str) -> None:
+    second = controller.Controller(dsn, RULES)
+    with pytest.raises(controller.ControllerRunning, match="another controller"):
+        await second.start()
+    await second.close()
