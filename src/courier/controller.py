@@ -262,7 +262,9 @@ class Controller:
                 queue.changed_at = now
         moving = rebalance(members, self.rules)
         if moving is not None and not decided:
-            decided.append(await self._move(members, *moving))
+            moved = await self._move(members, *moving)
+            if moved.moved:  # others' readers may have taken them all meanwhile
+                decided.append(moved)
         for decision in decided:
             await self._record(name, decision)
         return decided
