@@ -29,7 +29,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from courier import errors, models
@@ -39,6 +39,8 @@ from courier.measurements import record_schema
 log = logging.getLogger(__name__)
 
 CONTROLLER_LOCK = 0x636F6E74  # "cont": held by the one controller of a cluster
+FORGET_EVERY_ROUNDS = 60
+"""How often the targets forget transfer ids older than transfers.KEEP_TRANSFER_IDS_S."""
 
 Recorder = Callable[[str, tuple[Any, ...]], None]
 """Takes a record kind and a row of its fields (``courier.measurements``)."""
@@ -140,10 +142,10 @@ def rebalance(members: list[Member], rules: Rules) -> tuple[Member, Member, int]
 
 @dataclass
 class _Queue:
-    """What the controller remembers of one replicated queue between rounds."""
+    """What the controller remembers of one replicated queue between rounds (the
+    members being removed are on the control node, so a new controller goes on)."""
 
     changed_at: float = float("-inf")
-    draining: dict[int, int] = field(default_factory=dict)  # queue id -> node
 
 
 class Controller:
@@ -165,6 +167,7 @@ class Controller:
         self._counts: dict[int, tuple[int, int]] = {}
         self._counted_at = 0.0
         self._lock: Any = None
+        self._rounds = 0
 
     async def start(self) -> None:
         """Connect to every node; ControllerRunning when another controller has the
@@ -202,8 +205,16 @@ class Controller:
         rates = await self._rates()
         decided: list[Decision] = []
         for name in await routed.control.replicated_names():
-            with contextlib.suppress(errors.QueueNotFound):  # deleted meanwhile
+            try:
                 decided += await self._look_at(name, rates)
+            except errors.QueueNotFound:
+                continue  # deleted meanwhile
+            except errors.CourierError as exc:  # one queue's trouble does not stop the others
+                log.warning("%s: %s", name, exc)
+        self._rounds += 1
+        if self._rounds % FORGET_EVERY_ROUNDS == 0:
+            for node_id in routed.node_ids:
+                await routed.node(node_id).forget_transfers(transfers.KEEP_TRANSFER_IDS_S)
         return decided
 
     def _cluster(self) -> routing.RoutedBackend:
@@ -244,8 +255,8 @@ class Controller:
     async def _look_at(self, name: str, rates: dict[int, tuple[float, float]]) -> list[Decision]:
         routed = self._cluster()
         queue = self._queues.setdefault(name, _Queue())
-        await self._drain(name, queue)
         found = await routed.get_replicated_queue(name)
+        draining = await self._drain(found)
         members = [
             Member(r, self._capacity_of(r.node), *rates.get(r.queue, (0.0, 0.0)))
             for r in found.members
@@ -254,11 +265,11 @@ class Controller:
         decided: list[Decision] = []
         now = time.monotonic()
         if now - queue.changed_at >= self.rules.inhibition_s:
-            taken = {m.replica.node for m in members} | set(queue.draining.values())
+            taken = {m.replica.node for m in members} | {r.node for r in draining}
             free = [n for n in sorted(routed.node_ids) if n not in taken]
             wanted = provision(members, self.rules, free[0] if free else None)
             if wanted is not None:
-                decided.append(await self._change(found, members, queue, *wanted))
+                decided.append(await self._change(found, members, *wanted))
                 queue.changed_at = now
         moving = rebalance(members, self.rules)
         if moving is not None and not decided:
@@ -273,15 +284,14 @@ class Controller:
         self,
         found: models.ReplicatedQueue,
         members: list[Member],
-        queue: _Queue,
         kind: str,
         target: int,
     ) -> Decision:
         routed = self._cluster()
         before = load_of(members)
         if kind == "add":
-            member = await routed.control.next_member(found.id)
-            made = await routed.create_queue_on(target, f"{found.name}#{member}")
+            member, owner = await routed.control.next_member(found.id)
+            made = await routed.create_queue_on(target, f"{found.name}#{member}", owner)
             replica = models.Replica(member, made.id, made.name, target)
             await routed.control.add_replica(found.id, replica)
             node = target
@@ -289,7 +299,6 @@ class Controller:
         else:
             leaving = next(m for m in members if m.replica.member == target)
             await routed.control.remove_replica(found.id, target)
-            queue.draining[leaving.replica.queue] = leaving.replica.node
             member, node = target, leaving.replica.node
             after = Load(before.clients, before.capacity - leaving.capacity, before.length)
         return Decision(
@@ -299,28 +308,30 @@ class Controller:
     def _capacity_of(self, node: int) -> int:
         return self._capacities.get(node) or self.rules.capacity
 
-    async def _drain(self, name: str, queue: _Queue) -> None:
-        """Move what a removed member still holds to the others; drop it once empty."""
+    async def _drain(self, found: models.ReplicatedQueue) -> list[models.Replica]:
+        """Move what each removed member still holds to the shortest member left; its
+        queue goes in the same transaction as its last messages (then its clients join
+        again, elsewhere). Returns the members still draining."""
         routed = self._cluster()
-        for queue_id, node in list(queue.draining.items()):
-            source = routed.node(node)
-            try:
-                holder = await source.get_queue(queue_id)
-            except errors.QueueNotFound:
-                del queue.draining[queue_id]
+        draining = await routed.control.draining_replicas(found.id)
+        left = []
+        for replica in draining:
+            target = min(found.members, key=lambda r: r.length, default=None)
+            if target is None:
+                left.append(replica)  # nowhere to go yet
                 continue
-            rest = (await routed.get_replicated_queue(name)).members
-            if holder.message_count and rest:
-                target = min(rest, key=lambda r: r.length)
-                await transfers.move(
-                    source, routed.node(target.node), queue_id, target.queue,
-                    self.rules.move_at_most,
-                )  # fmt: skip
-                continue
-            with contextlib.suppress(errors.QueueNotEmpty):  # a producer sent meanwhile
-                await routed.delete_queue(queue_id, if_empty=True)
-                del queue.draining[queue_id]
-                log.info("member queue %s drained and deleted", holder.name)
+            moved, dropped = await transfers.drain(
+                routed.node(replica.node), routed.node(target.node), replica.queue, target.queue
+            )
+            if dropped:
+                await routed.control.drop_replica(found.id, replica.member)
+                if replica.node != nodes.CONTROL_NODE:  # node 1's own delete frees its name
+                    await routed.control.release_queue_home(replica.queue_name, replica.node)
+                log.info("%s: member %d drained (%d moved) and deleted",
+                         found.name, replica.member, moved)  # fmt: skip
+            else:
+                left.append(replica)
+        return left
 
     async def _move(
         self, members: list[Member], source: Member, target: Member, count: int

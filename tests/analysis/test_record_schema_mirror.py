@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import types as spark_types
 
 from courier.analysis import io, synthetic
-from courier.measurements import record_schema
+from courier.measurements import parquet, record_schema
 
 # Written out here, independently of courier.analysis.io.
 ARROW_TO_SPARK = {
@@ -40,7 +40,7 @@ def test_reading_a_record_file_keeps_the_contract_columns(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     root = synthetic.write_experiment(tmp_path / "exp", factors={}, requests_per_run=50)
-    for kind in record_schema.FIELDS:
+    for kind in synthetic.Shape().kinds:
         paths = sorted((root / "r000" / kind).glob("*.parquet"))
         df = io.read(spark, kind, paths)
         assert df.columns == record_schema.field_names(kind)
@@ -54,3 +54,22 @@ def test_a_kind_without_files_reads_as_an_empty_frame(spark: SparkSession) -> No
     df = io.read(spark, record_schema.DB_STATS, [])
     assert df.columns == record_schema.field_names(record_schema.DB_STATS)
     assert df.count() == 0
+
+
+def test_the_controllers_records_read_with_the_contract_columns(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    writer = parquet.RecordWriter(tmp_path, "controller", record_schema.CLUSTER_KINDS).start()
+    writer.append(
+        record_schema.REPLICA_SAMPLES,
+        ("r000", 1, "orders", 1, 5, 1, 2, 4, 10, 0.5, 0.25, 8),
+    )
+    writer.append(
+        record_schema.CLUSTER_DECISIONS,
+        ("r000", 2, "orders", "add", 2, 2, 0, 6, 16, 0.375, 10),
+    )
+    writer.close()
+    for kind in record_schema.CLUSTER_KINDS:
+        df = io.read(spark, kind, sorted((tmp_path / kind).glob("*.parquet")))
+        assert df.columns == record_schema.field_names(kind)
+        assert df.count() == 1

@@ -48,7 +48,9 @@ class Shape:
     error_rate: float = 0.01
     latency_step: float = 0.5
     depth_trend_per_s: float = 0.0
-    kinds: tuple[str, ...] = tuple(record_schema.FIELDS)
+    kinds: tuple[str, ...] = tuple(
+        kind for kind in record_schema.FIELDS if kind not in record_schema.CLUSTER_KINDS
+    )  # what a lab run records (a cluster experiment's controller adds its own)
     chunk_rows: int = 1_000_000
 
 

@@ -67,15 +67,33 @@ async def add_node(control_dsn: str, dsn: str, capacity: int | None = None) -> N
         node = Node(max(node.id for node in known) + 1, dsn, "active", capacity)
         if node.id > MAX_NODES:
             raise NodeError(f"a cluster has at most {MAX_NODES} nodes")
-        await _call(joining, "SELECT courier_become_node_v1($1)", node.id)
+        # The row first: of two adds racing for the same id, one fails here, before its
+        # database has become a node.
+        try:
+            await control.execute(
+                "INSERT INTO courier_nodes (id, dsn) VALUES (1, $1) ON CONFLICT (id) DO NOTHING",
+                control_dsn,
+            )
+            await control.execute(
+                "INSERT INTO courier_nodes (id, dsn, capacity) VALUES ($1, $2, $3)",
+                node.id, dsn, capacity,
+            )  # fmt: skip
+        except asyncpg.UniqueViolationError:
+            raise NodeError(f"node {node.id} was just added by someone else; try again") from None
+        try:
+            await _call(joining, "SELECT courier_become_node_v1($1)", node.id)
+        except NodeError:
+            await control.execute("DELETE FROM courier_nodes WHERE id = $1", node.id)
+            raise
         await _copy_clients(control, joining)
-        await control.execute(
-            "INSERT INTO courier_nodes (id, dsn, capacity) VALUES (1, $1, NULL), ($2, $3, $4) "
-            "ON CONFLICT (id) DO NOTHING",
-            control_dsn, node.id, dsn, capacity,
-        )  # fmt: skip
-        await _copy_clients(control, joining)  # the clients registered meanwhile
         return node
+
+
+async def copy_clients(control_dsn: str, dsn: str) -> None:
+    """Bring the node's copies of the clients up to date (a middleware linking it
+    does this, for the clients registered while it was out of reach)."""
+    async with _connected(control_dsn) as control, _connected(dsn) as node:
+        await _copy_clients(control, node)
 
 
 async def remove_node(control_dsn: str, node_id: int) -> Node:

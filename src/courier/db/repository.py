@@ -933,14 +933,33 @@ class Repository:
     async def replicated_names(self) -> list[str]:
         return [row["name"] for row in await self._call_many("courier_replicated_names_v1()")]
 
-    async def next_member(self, replicated_id: int) -> int:
+    async def next_member(self, replicated_id: int) -> tuple[int, int | None]:
+        """The number of a new member, and the replicated queue's creator (its owner)."""
         row = await self._call("courier_next_member_v1($1)", replicated_id, timing=None)
-        member: int = row["member_no"]
-        return member
+        return row["member_no"], row["created_by"]
 
     async def remove_replica(self, replicated_id: int, member: int) -> None:
-        """No new places go to the member; its clients lose theirs."""
+        """The member drains: no new places go to it; its clients lose theirs."""
         await self._call("courier_remove_replica_v1($1, $2)", replicated_id, member, timing=None)
+
+    async def draining_replicas(self, replicated_id: int) -> list[models.Replica]:
+        rows = await self._call_many("courier_draining_replicas_v1($1)", replicated_id)
+        return [
+            models.Replica(row["member_no"], row["queue_id"], row["queue_name"], row["node_id"])
+            for row in rows
+        ]
+
+    async def drop_replica(self, replicated_id: int, member: int) -> None:
+        """A drained member whose queue is gone leaves the replicated queue."""
+        await self._call("courier_drop_replica_v1($1, $2)", replicated_id, member, timing=None)
+
+    async def replicated_to_delete(self, name: str, actor: int | None) -> tuple[int, list[int]]:
+        """The replicated queue's id and every member's queue (draining ones too).
+        QueueNotFound; NotAuthorised unless ``actor`` created it or is an admin."""
+        rows = await self._call_many("courier_replicated_to_delete_v1($1, $2)", name, actor)
+        if not rows:  # a replicated queue whose creation was undone: no members
+            raise errors.QueueNotFound(f"replicated queue {name} has no members")
+        return rows[0]["id"], [row["queue_id"] for row in rows]
 
     async def record_decision(self, replicated: str, decision: Any) -> None:
         """Keep one of the controller's decisions (a ``courier.controller.Decision``)."""
@@ -959,6 +978,20 @@ class Repository:
             "courier_transfer_out_v1($1, $2, $3, $4)", transfer_id, source_queue, target_queue,
             count,
         )  # fmt: skip
+
+    async def drain_queue(
+        self, transfer_id: int, source_queue: int, target_queue: int
+    ) -> tuple[int, bool]:
+        """Every visible message of a draining member into the outbox, and the queue
+        deleted with them once nothing of it is held: (moved, dropped)."""
+        row = await self._call(
+            "courier_drain_queue_v1($1, $2, $3)", transfer_id, source_queue, target_queue,
+            timing=None,
+        )  # fmt: skip
+        return row["moved"], row["dropped"]
+
+    async def outbox_rows(self, transfer_id: int) -> list[Any]:
+        return await self._call_many("courier_outbox_rows_v1($1)", transfer_id)
 
     async def pending_transfers(self) -> list[Any]:
         """The outbox rows of every unfinished transfer of this node."""

@@ -60,9 +60,13 @@ class RoutedBackend:
         return Paced(backend, self._service_s) if self._service_s > 0 else backend
 
     def node(self, node_id: int) -> Any:
+        """Unavailable for a node not linked (yet); an id no node can hand out names
+        nothing (QueueNotFound)."""
         try:
             return self._nodes[node_id]
         except KeyError:
+            if not 1 <= node_id <= nodes.MAX_NODES:
+                raise errors.QueueNotFound(f"no node hands out ids of node {node_id}") from None
             raise errors.Unavailable(
                 f"node {node_id} is not reachable from this middleware"
             ) from None
@@ -171,8 +175,16 @@ class RoutedBackend:
         """Every node keeps a copy of each client its messages name (for their
         foreign keys): made at registration and brought up to date at each login."""
         others = self._others()
-        if others:
-            await asyncio.gather(*(backend.adopt_client(client) for backend in others))
+        if not others:
+            return
+        done = await asyncio.gather(
+            *(backend.adopt_client(client) for backend in others), return_exceptions=True
+        )
+        for failed in (result for result in done if isinstance(result, BaseException)):
+            if not isinstance(failed, errors.CourierError):
+                raise failed
+            # That node copies every client again when a middleware links it anew.
+            log.warning("cannot copy client %d to a node: %s", client.id, failed)
 
     # -- queues ----------------------------------------------------------------
     async def create_queue(
@@ -205,8 +217,11 @@ class RoutedBackend:
             created: models.Queue = await target.create_queue(
                 name, creator=creator, max_queues=max_queues, timing=timing
             )
-        except BaseException:
-            await self.control.release_queue_home(name, node_id)
+        except errors.CourierError as exc:
+            # Refused: the name is free again. Out of reach: the create may have
+            # committed, so the name stays claimed rather than be taken twice.
+            if not isinstance(exc, errors.Unavailable):
+                await self.control.release_queue_home(name, node_id)
             raise
         return created
 
@@ -310,13 +325,14 @@ class RoutedBackend:
     async def delete_replicated_queue(
         self, name: str, *, actor: int | None = None, timing: Timing | None = None
     ) -> None:
-        """Its members and their messages go; NotAuthorised unless ``actor`` owns the
-        members or is an admin. QueueNotFound."""
-        found: models.ReplicatedQueue = await self.control.replicated(name, timing=timing)
-        for member in found.members:
+        """Its members (draining ones too) and their messages go. NotAuthorised unless
+        ``actor`` created it or is an admin; QueueNotFound. The replicated queue goes
+        first, so no client joins a member about to be deleted."""
+        replicated_id, queues = await self.control.replicated_to_delete(name, actor)
+        await self.control.drop_replicated(replicated_id)
+        for queue_id in queues:
             with contextlib.suppress(errors.QueueNotFound):
-                await self.delete_queue(member.queue, actor=actor)
-        await self.control.drop_replicated(found.id)
+                await self.delete_queue(queue_id)
 
     async def get_replicated_queue(
         self, name: str, *, timing: Timing | None = None

@@ -46,15 +46,40 @@ async def move(
     return len(rows)
 
 
+async def drain(
+    source: repository.Repository,
+    target: repository.Repository,
+    source_queue: int,
+    target_queue: int,
+) -> tuple[int, bool]:
+    """Move everything visible of a draining member; (moved, whether its queue is gone)."""
+    transfer_id = new_transfer_id()
+    moved, dropped = await source.drain_queue(transfer_id, source_queue, target_queue)
+    rows = await source.outbox_rows(transfer_id) if moved else []
+    if rows:
+        await _deliver(source, target, transfer_id, target_queue, rows)
+    else:
+        await source.transfer_done(transfer_id)
+    return moved, dropped
+
+
 async def finish_pending(
     source: repository.Repository, node_of_queue: Callable[[int], repository.Repository]
 ) -> int:
-    """Complete the unfinished transfers of one node; how many messages they held."""
+    """Complete the unfinished transfers of one node; how many messages they held. A
+    transfer that cannot be finished now (its target node out of reach) is logged and
+    left for the next try, without holding up the others."""
     finished = 0
     for transfer_id, group in groupby(await source.pending_transfers(), lambda r: r["transfer_id"]):
         rows = list(group)
         target_queue = rows[0]["target_queue_id"]
-        await _deliver(source, node_of_queue(target_queue), transfer_id, target_queue, rows)
+        try:
+            await _deliver(source, node_of_queue(target_queue), transfer_id, target_queue, rows)
+        except errors.CourierError as exc:
+            log.warning(
+                "transfer %d to queue %d is not finished: %s", transfer_id, target_queue, exc
+            )
+            continue
         finished += len(rows)
     return finished
 
@@ -76,12 +101,13 @@ async def _deliver(
 
 
 def node_of(backends: dict[int, repository.Repository]) -> Callable[[int], repository.Repository]:
-    """The repository of the node holding a queue id, from the node's repositories."""
+    """The repository of the node holding a queue id, from the node's repositories; a
+    node the cluster no longer has holds no queue (so the messages go back)."""
 
     def find(queue_id: int) -> repository.Repository:
         node_id = nodes.node_of(queue_id)
         if node_id not in backends:
-            raise errors.Unavailable(f"node {node_id} is not reachable")
+            raise errors.QueueNotFound(f"node {node_id} is not in the cluster")
         return backends[node_id]
 
     return find

@@ -39,6 +39,8 @@ DB_STATS = "db_stats"
 QUEUE_DEPTHS = "queue_depths"
 REPLICA_SAMPLES = "replica_samples"
 CLUSTER_DECISIONS = "cluster_decisions"
+CLUSTER_KINDS = (REPLICA_SAMPLES, CLUSTER_DECISIONS)
+"""Written by `courier controller` alone, so only cluster experiments have them."""
 
 FIELDS: dict[str, tuple[Field, ...]] = {
     CLIENT_REQUESTS: (

@@ -43,7 +43,7 @@ class NodeLinks:
         self._waiters = woken
         self._instance_id = instance_id
         self._interval = interval
-        self._links: dict[int, tuple[Any, listen.NotificationListener]] = {}
+        self._links: dict[int, tuple[Any, listen.NotificationListener, str]] = {}
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -66,8 +66,11 @@ class NodeLinks:
             log.warning("cannot read the list of nodes: %s", exc)
             return
         wanted = {node.id: node for node in nodes.active(found) if node.id != nodes.CONTROL_NODE}
-        for node_id in sorted(set(self._links) - set(wanted)):
-            await self._let_go(node_id)
+        moved = {
+            n for n, node in wanted.items() if n in self._links and self._links[n][2] != node.dsn
+        }
+        for node_id in sorted(set(self._links) - set(wanted) | moved):
+            await self._let_go(node_id)  # gone, or its server now answers elsewhere
         for node_id, node in sorted(wanted.items()):
             if node_id not in self._links:
                 await self._link(node)
@@ -75,7 +78,10 @@ class NodeLinks:
     async def _watch(self) -> None:
         while True:
             await asyncio.sleep(self._interval)
-            await self.refresh()
+            try:
+                await self.refresh()
+            except Exception:  # the watch must outlive any one failure
+                log.exception("looking at the nodes failed")
 
     async def _link(self, node: nodes.Node) -> None:
         settings = self._settings
@@ -93,14 +99,18 @@ class NodeLinks:
             log.warning("cannot listen on node %d: %s", node.id, exc)
             await pools.close_pool(pool)
             return
+        try:
+            await nodes.copy_clients(settings.dsn, node.dsn)  # those registered meanwhile
+        except errors.CourierError as exc:
+            log.warning("cannot copy the clients to node %d: %s", node.id, exc)
         repository = self._open_repository(pool)
-        self._links[node.id] = (repository, notifier)
+        self._links[node.id] = (repository, notifier, node.dsn)
         self._routed.attach(node.id, repository)
         self._waiters.wake_all()  # a waiter may wait for a queue this node holds
         log.info("linked to node %d", node.id)
 
     async def _let_go(self, node_id: int) -> None:
-        repository, notifier = self._links.pop(node_id)
+        repository, notifier, _ = self._links.pop(node_id)
         self._routed.detach(node_id)
         await notifier.close()
         await repository.close()

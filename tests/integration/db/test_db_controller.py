@@ -131,3 +131,37 @@ async def test_a_second_controller_for_the_same_cluster_is_refused(rig: Rig, dsn
     with pytest.raises(controller.ControllerRunning, match="another controller"):
         await second.start()
     await second.close()
+
+
+async def test_a_new_controller_finishes_a_drain_and_the_owner_deletes_what_it_grew(
+    rig: Rig, dsn: str
+) -> None:
+    owner = await rig.routed.register_client("owner")
+    await rig.routed.create_replicated_queue("grown", 1, creator=owner.id)
+    await rig.routed.delete_replicated_queue("q")  # only "grown" from here on
+    places = []
+    for n in range(5):
+        client = await rig.routed.register_client(f"p{n}")
+        await rig.routed.login(client.id, rig.instance)
+        places.append(
+            (client.id, await rig.routed.join_replicated("grown", client.id, rig.instance, P))
+        )
+    assert kinds(await rig.controller.round()) == ["add"]
+    added = (await rig.routed.get_replicated_queue("grown")).members[1]
+    for n in range(7):
+        await rig.routed.send(owner.id, [added.queue], f"m{n}".encode())
+    for client, place in places[1:]:
+        await rig.routed.leave_replicated(place.id, client)
+    await rig.controller.close()  # this controller stops before it could drain
+    successor = controller.Controller(dsn, RULES)
+    await successor.start()
+    try:
+        assert kinds(await successor.round()) == ["remove"]
+        await successor.round()  # the drain: everything moves, the member's queue goes
+    finally:
+        await successor.close()
+    with pytest.raises(errors.QueueNotFound):
+        await rig.routed.get_queue(added.queue)
+    [left] = (await rig.routed.get_replicated_queue("grown")).members
+    assert left.length == 7
+    await rig.routed.delete_replicated_queue("grown", actor=owner.id)  # the owner's, grown too

@@ -134,3 +134,33 @@ async def test_deleting_a_replicated_queue_frees_every_name(routed: routing.Rout
         await routed.get_replicated_queue("q")
     assert await routed.list_queues() == []
     assert len((await routed.create_replicated_queue("q", 2)).members) == 2
+
+
+async def test_a_join_needs_a_live_session_and_a_queue_with_members(
+    routed: routing.RoutedBackend,
+) -> None:
+    await routed.create_replicated_queue("q", 2)
+    instance, (alice,) = await clients(routed, 1)
+    await routed.logout(alice, instance)
+    with pytest.raises(errors.NotLoggedIn):
+        await routed.join_replicated("q", alice, instance, P)
+    await routed.login(alice, instance)
+    hollow = await routed.control.create_replicated("hollow", models.Policy.ROUND_ROBIN, None)
+    with pytest.raises(errors.QueueNotFound):  # made, but no member yet
+        await routed.join_replicated("hollow", alice, instance, P)
+    assert hollow > 0
+
+
+async def test_only_the_owner_or_an_admin_deletes_a_replicated_queue(
+    routed: routing.RoutedBackend,
+) -> None:
+    owner = await routed.register_client("owner")
+    other = await routed.register_client("other")
+    await routed.create_replicated_queue("q", 2, creator=owner.id)
+    with pytest.raises(errors.NotAuthorised):
+        await routed.delete_replicated_queue("q", actor=other.id)
+    assert len((await routed.get_replicated_queue("q")).members) == 2  # nothing went
+    await routed.delete_replicated_queue("q", actor=owner.id)
+    with pytest.raises(errors.QueueNotFound):
+        await routed.get_replicated_queue("q")
+    assert await routed.list_queues() == []

@@ -101,3 +101,45 @@ async def test_leased_messages_stay_where_they_are(pair: Pair) -> None:
     assert await transfers.move(pair.one, pair.two, pair.source, pair.target, 10) == 1
     await pair.one.ack(pair.sender, held.delivery)  # type: ignore[arg-type]
     assert await bodies(pair.two, pair.target, pair.sender) == [b"free"]
+
+
+async def test_a_transfer_applied_before_its_target_went_is_not_undone(pair: Pair) -> None:
+    for n in range(2):
+        await pair.one.send(pair.sender, [pair.source], f"m{n}".encode())
+    transfer_id = transfers.new_transfer_id()
+    rows = await pair.one.transfer_out(transfer_id, pair.source, pair.target, 2)
+    assert await pair.two.transfer_in(transfer_id, pair.target, rows) == 2
+    taken = await bodies(pair.two, pair.target, pair.sender)  # consumed on the target
+    await pair.two.delete_queue(pair.target)
+    # The mover stopped before step 3; finishing must not bring the messages back.
+    await transfers.finish_pending(pair.one, transfers.node_of({1: pair.one, 2: pair.two}))
+    assert taken == [b"m0", b"m1"]
+    assert await bodies(pair.one, pair.source, pair.sender) == []
+    assert await pair.one.pending_transfers() == []
+
+
+async def test_a_move_leaves_messages_for_one_receiver_where_they_are(pair: Pair) -> None:
+    await pair.one.send(pair.sender, [pair.source], b"reply", receiver=pair.sender, context=7)
+    await pair.one.send(pair.sender, [pair.source], b"anyone")
+    assert await transfers.move(pair.one, pair.two, pair.source, pair.target, 10) == 1
+    assert await bodies(pair.two, pair.target, pair.sender) == [b"anyone"]
+    reply = await pair.one.pop_response(pair.sender, pair.source, 7)
+    assert reply.body == b"reply"
+
+
+async def test_a_drain_takes_everything_and_the_queue_goes_once_nothing_is_held(
+    pair: Pair,
+) -> None:
+    await pair.one.send(pair.sender, [pair.source], b"held")
+    await pair.one.send(pair.sender, [pair.source], b"free")
+    instance = (await pair.one.register_instance("127.0.0.1:1")).id
+    held = await pair.one.read(
+        pair.sender, queue_id=pair.source, pop=True, lease=repository.Lease(30_000, instance)
+    )
+    assert await transfers.drain(pair.one, pair.two, pair.source, pair.target) == (1, False)
+    await pair.one.send(pair.sender, [pair.source], b"late")  # still open while one is held
+    await pair.one.nack(pair.sender, held.delivery)  # type: ignore[arg-type]
+    assert await transfers.drain(pair.one, pair.two, pair.source, pair.target) == (2, True)
+    with pytest.raises(errors.QueueNotFound):
+        await pair.one.send(pair.sender, [pair.source], b"too late")
+    assert sorted(await bodies(pair.two, pair.target, pair.sender)) == [b"free", b"held", b"late"]

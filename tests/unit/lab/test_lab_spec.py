@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from courier.lab import spec
+from courier.lab import cluster, spec
 
 TWO_BY_TWO = """
 name = "two-by-two"
@@ -127,4 +127,7 @@ def test_every_example_spec_in_the_repository_parses() -> None:
     for path in examples:
         if path.stem.startswith("supply-"):
             continue  # benchmark specs: tests/unit/lab/test_lab_supply_topology.py
+        if path.stem.startswith("cluster-"):
+            assert cluster.load(path).runs(), path  # `courier lab cluster` specs
+            continue
         assert spec.load(path).expand(), path

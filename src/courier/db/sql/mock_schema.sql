@@ -28,11 +28,11 @@ CREATE FUNCTION courier_check_name_v1(p_name text, p_what text)
 RETURNS void
 LANGUAGE sql AS $$ SELECT $$;
 
--- A positive id for a name, the same on every call.
+-- A positive id for a name, the same on every call; below 2^48, as node 1 hands out.
 CREATE FUNCTION courier_mock_id(p_name text)
 RETURNS bigint
 LANGUAGE sql IMMUTABLE AS $$
-    SELECT (hashtextextended(p_name, 0) & 4611686018427387903) + 1
+    SELECT (hashtextextended(p_name, 0) & 281474976710655) + 1
 $$;
 
 -- == Clients =========================================================================
@@ -1048,4 +1048,305 @@ LANGUAGE sql AS $$
            p.properties
     FROM courier_pop_many_v2(p_reader_id, p_queue_id, p_sender_id, p_order, p_count,
                              p_lease_ms, p_instance_id) p
+$$;
+
+-- == Nodes, replicated queues, transfers, the controller (migrations 0020-0024) =====
+-- A mock database is a cluster of one node without replicated queues: lookups find
+-- nothing, listings are empty, and changes do nothing.
+
+CREATE TYPE courier_outbox AS (
+    transfer_id     bigint,
+    source_queue_id bigint,
+    target_queue_id bigint,
+    id              bigint,
+    sender_id       bigint,
+    receiver_id     bigint,
+    context         bigint,
+    priority        smallint,
+    created_at      timestamptz,
+    body            bytea,
+    deliveries      integer,
+    expires_at      timestamptz,
+    dead_from       bigint,
+    failure         text,
+    properties      jsonb,
+    persistent      boolean
+);
+
+CREATE FUNCTION courier_claim_queue_home_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION courier_reserve_queue_home_v1(
+    p_name text, p_node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_release_queue_home_v1(
+    p_name text, p_node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_queue_home_v1(
+    p_name text, OUT node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_place_queue_v1(
+    OUT node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_become_node_v1(
+    p_node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_adopt_client_v1(
+    p_id bigint, p_name text, p_mode text, p_admin boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_release_instances_v1(
+    p_instance_ids bigint[], OUT released integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_end_replica_places_v1() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION courier_place_replicas_v1(p_replicas integer)
+RETURNS TABLE(node_id integer, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_create_replicated_v1(
+    p_name text, p_policy text, p_creator bigint, OUT id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_add_replica_v1(
+    p_replicated_id bigint, p_member_no integer, p_queue_id bigint, p_queue_name text, p_node_id integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_replicated_to_delete_v1(p_name text, p_actor bigint)
+RETURNS TABLE(id bigint, queue_id bigint, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_drop_replicated_v1(
+    p_replicated_id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_replicated_v1(p_name text)
+RETURNS TABLE(id bigint, name text, policy text, member_no integer, queue_id bigint, queue_name text, node_id integer, producers integer, consumers integer, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_join_replicated_v1(
+    p_name text, p_client_id bigint, p_instance_id bigint, p_role text, OUT place_id bigint, OUT member_no integer, OUT queue_id bigint, OUT queue_name text, OUT replicas integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_leave_replicated_v1(
+    p_place_id bigint, p_client_id bigint, OUT left_place boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_transfer_out_v1(p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint, p_count integer)
+RETURNS SETOF courier_outbox
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_drain_queue_v1(
+    p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint, OUT moved integer, OUT dropped boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_outbox_rows_v1(p_transfer_id bigint)
+RETURNS SETOF courier_outbox
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_pending_transfers_v1()
+RETURNS SETOF courier_outbox
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_transfer_in_v1(
+    p_transfer_id bigint, p_target_queue_id bigint, p_ids bigint[], p_senders bigint[], p_receivers bigint[], p_contexts bigint[], p_priorities smallint[], p_created timestamp with time zone[], p_bodies bytea[], p_deliveries integer[], p_expires timestamp with time zone[], p_dead_from bigint[], p_failures text[], p_properties jsonb[], p_persistent boolean[], OUT received integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_transfer_done_v1(
+    p_transfer_id bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_transfer_back_v1(
+    p_transfer_id bigint, OUT returned integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_forget_transfers_v1(
+    p_older_than_s double precision, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_report_counts_v1(
+    p_instance_id bigint, p_queue_ids bigint[], p_sent bigint[], p_taken bigint[], OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_member_counts_v1()
+RETURNS TABLE(queue_id bigint, sent bigint, taken bigint, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_member_queues_v1()
+RETURNS TABLE(queue_id bigint, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_replicated_names_v1()
+RETURNS TABLE(name text, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_nodes_v1()
+RETURNS TABLE(id integer, dsn text, state text, capacity integer, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_next_member_v1(
+    p_replicated_id bigint, OUT member_no integer, OUT created_by bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_remove_replica_v1(
+    p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_draining_replicas_v1(p_replicated_id bigint)
+RETURNS TABLE(member_no integer, queue_id bigint, queue_name text, node_id integer, exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN;
+END;
+$$;
+
+CREATE FUNCTION courier_drop_replica_v1(
+    p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
+$$;
+
+CREATE FUNCTION courier_record_decision_v1(
+    p_replicated text, p_decision text, p_member_no integer, p_node_id integer, p_moved integer, p_clients integer, p_capacity integer, p_load double precision, p_length bigint, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+    exec_ns := 0;
+END;
 $$;

@@ -5210,6 +5210,9 @@ CREATE TABLE courier_replicas (
     queue_id      bigint  NOT NULL UNIQUE,
     queue_name    text    NOT NULL,
     node_id       integer NOT NULL,
+    -- A member being removed: it gets no new places; the controller moves its
+    -- messages to the others and deletes it once it holds none (migration 0024).
+    draining      boolean NOT NULL DEFAULT false,
     PRIMARY KEY (replicated_id, member_no)
 );
 
@@ -5305,6 +5308,30 @@ BEGIN
 END;
 $$;
 
+-- Who may delete a replicated queue: its creator or an admin (NOT_AUTHORISED (13)
+-- for anyone else, QUEUE_NOT_FOUND (1) when there is none); its id and members,
+-- draining ones too, for the deletion.
+CREATE FUNCTION courier_replicated_to_delete_v1(p_name text, p_actor bigint)
+RETURNS TABLE (id bigint, queue_id bigint, exec_ns bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_queue courier_replicated_queues%ROWTYPE;
+BEGIN
+    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(1, format('replicated queue %s does not exist', p_name));
+    END IF;
+    IF p_actor IS NOT NULL AND p_actor IS DISTINCT FROM v_queue.created_by
+       AND NOT courier_is_admin_v1(p_actor) THEN
+        PERFORM courier_fail_v1(13, format(
+            'only the owner of replicated queue %s or an admin may delete it', p_name));
+    END IF;
+    RETURN QUERY
+    SELECT v_queue.id, m.queue_id, 0::bigint FROM courier_replicas m
+    WHERE m.replicated_id = v_queue.id ORDER BY m.member_no;
+END;
+$$;
+
 CREATE FUNCTION courier_drop_replicated_v1(p_replicated_id bigint, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -5331,7 +5358,7 @@ BEGIN
             WHERE c.replicated_id = r.id AND c.member_no = m.member_no AND c.role = 'consumer'),
            0::bigint
     FROM courier_replicated_queues r
-    JOIN courier_replicas m ON m.replicated_id = r.id
+    JOIN courier_replicas m ON m.replicated_id = r.id AND NOT m.draining
     WHERE r.name = p_name
     ORDER BY m.member_no;
     IF NOT FOUND THEN
@@ -5354,14 +5381,22 @@ BEGIN
     IF p_role IS NULL OR p_role NOT IN ('producer', 'consumer') THEN
         PERFORM courier_fail_v1(10, 'the role must be producer or consumer');
     END IF;
-    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name FOR UPDATE;
+    -- The session must still be there (and stays, until this commits): a join racing
+    -- its client's logout would otherwise keep a place no session ends.
+    PERFORM FROM courier_clients c
+    WHERE c.id = p_client_id AND c.session_instance_id = p_instance_id FOR SHARE;
     IF NOT FOUND THEN
+        PERFORM courier_fail_v1(14, 'the session has ended');
+    END IF;
+    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name FOR UPDATE;
+    SELECT count(*)::integer INTO replicas
+    FROM courier_replicas m WHERE m.replicated_id = v_queue.id AND NOT m.draining;
+    IF v_queue.id IS NULL OR replicas = 0 THEN  -- none, or not made yet
         PERFORM courier_fail_v1(1, format('replicated queue %s does not exist', p_name));
     END IF;
-    SELECT count(*)::integer INTO replicas FROM courier_replicas m WHERE m.replicated_id = v_queue.id;
     IF v_queue.policy = 'round_robin' THEN
         SELECT m.member_no, m.queue_id, m.queue_name INTO member_no, queue_id, queue_name
-        FROM courier_replicas m WHERE m.replicated_id = v_queue.id
+        FROM courier_replicas m WHERE m.replicated_id = v_queue.id AND NOT m.draining
         ORDER BY m.member_no OFFSET (v_queue.joins % replicas) LIMIT 1;
         UPDATE courier_replicated_queues r SET joins = r.joins + 1 WHERE r.id = v_queue.id;
     ELSE
@@ -5372,7 +5407,7 @@ BEGIN
                    count(*) FILTER (WHERE c.role <> p_role) AS other
             FROM courier_replica_clients c
             WHERE c.replicated_id = v_queue.id AND c.member_no = m.member_no) counts
-        WHERE m.replicated_id = v_queue.id
+        WHERE m.replicated_id = v_queue.id AND NOT m.draining
         ORDER BY counts.same, counts.other DESC, m.member_no
         LIMIT 1;
     END IF;
@@ -5438,8 +5473,9 @@ CREATE TABLE courier_transfers_received (
     received_at timestamptz NOT NULL DEFAULT now()
 );
 
--- Step 1: up to p_count of the oldest visible messages of a queue into the outbox
--- (rows other readers hold are skipped); the rows moved, oldest first.
+-- Step 1: up to p_count of the oldest visible messages for anyone into the outbox
+-- (rows other readers hold are skipped; a message for one receiver, such as a reply
+-- its requester waits for in this queue, stays); the rows moved, oldest first.
 CREATE FUNCTION courier_transfer_out_v1(
     p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint, p_count integer)
 RETURNS SETOF courier_outbox
@@ -5447,7 +5483,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
     WITH taken AS (
         SELECT m.id, m.persistent FROM courier_messages m
-        WHERE m.queue_id = p_source_queue_id
+        WHERE m.queue_id = p_source_queue_id AND m.receiver_id IS NULL
         ORDER BY m.created_at, m.id
         LIMIT p_count
         FOR UPDATE SKIP LOCKED
@@ -5467,6 +5503,51 @@ BEGIN
     RETURN QUERY
     SELECT * FROM courier_outbox o WHERE o.transfer_id = p_transfer_id ORDER BY o.created_at, o.id;
 END;
+$$;
+
+-- A member being removed: every visible message (addressed ones too) into the outbox
+-- for the target, and the queue itself deleted in the same transaction when nothing
+-- of it is leased or delayed any more; the lock on its row waits for sends in
+-- flight and makes later ones fail with QUEUE_NOT_FOUND (their clients join again).
+CREATE FUNCTION courier_drain_queue_v1(
+    p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint,
+    OUT moved integer, OUT dropped boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    PERFORM FROM courier_queues q WHERE q.id = p_source_queue_id FOR UPDATE;
+    IF NOT FOUND THEN
+        moved := 0;
+        dropped := true;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN;
+    END IF;
+    WITH moved_rows AS (
+        DELETE FROM courier_messages m WHERE m.queue_id = p_source_queue_id RETURNING m.*
+    )
+    INSERT INTO courier_outbox (
+        transfer_id, source_queue_id, target_queue_id, id, sender_id, receiver_id, context,
+        priority, created_at, body, deliveries, expires_at, dead_from, failure, properties,
+        persistent)
+    SELECT p_transfer_id, p_source_queue_id, p_target_queue_id, m.id, m.sender_id,
+           m.receiver_id, m.context, m.priority, m.created_at, m.body, m.deliveries,
+           m.expires_at, m.dead_from, m.failure, m.properties, m.persistent
+    FROM moved_rows m;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    dropped := NOT EXISTS (SELECT FROM courier_held_messages h WHERE h.queue_id = p_source_queue_id);
+    IF dropped THEN
+        DELETE FROM courier_queues q WHERE q.id = p_source_queue_id;
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- The outbox rows of one transfer, oldest first.
+CREATE FUNCTION courier_outbox_rows_v1(p_transfer_id bigint)
+RETURNS SETOF courier_outbox
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM courier_outbox o WHERE o.transfer_id = p_transfer_id ORDER BY o.created_at, o.id
 $$;
 
 -- What every unfinished transfer of this node holds, by transfer and age.
@@ -5489,6 +5570,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
+    -- A transfer applied before stays applied, whatever became of its queue since.
+    IF EXISTS (SELECT FROM courier_transfers_received r WHERE r.transfer_id = p_transfer_id) THEN
+        received := 0;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN;
+    END IF;
     PERFORM FROM courier_queues q WHERE q.id = p_target_queue_id FOR KEY SHARE;
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(1, format('queue %s does not exist', p_target_queue_id));
@@ -5626,22 +5713,49 @@ LANGUAGE sql STABLE AS $$
     SELECT n.id, n.dsn, n.state, n.capacity, 0::bigint FROM courier_nodes n ORDER BY n.id
 $$;
 
--- A member added by the controller takes the next number.
-CREATE FUNCTION courier_next_member_v1(p_replicated_id bigint, OUT member_no integer, OUT exec_ns bigint)
+-- A member added by the controller takes the next number (draining members keep
+-- theirs), and belongs to the replicated queue's creator.
+CREATE FUNCTION courier_next_member_v1(
+    p_replicated_id bigint, OUT member_no integer, OUT created_by bigint, OUT exec_ns bigint)
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(max(m.member_no), 0) + 1, 0::bigint
-    FROM courier_replicas m WHERE m.replicated_id = p_replicated_id
+    SELECT coalesce((SELECT max(m.member_no) FROM courier_replicas m
+                     WHERE m.replicated_id = p_replicated_id), 0) + 1,
+           (SELECT r.created_by FROM courier_replicated_queues r WHERE r.id = p_replicated_id),
+           0::bigint
 $$;
 
--- A member taken out: no new places go to it; its clients lose theirs.
+-- A member taken out: it drains (no new places go to it); its clients lose theirs.
 CREATE FUNCTION courier_remove_replica_v1(
     p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
-    DELETE FROM courier_replicas m
+    UPDATE courier_replicas m SET draining = true
     WHERE m.replicated_id = p_replicated_id AND m.member_no = p_member_no;
+    DELETE FROM courier_replica_clients c
+    WHERE c.replicated_id = p_replicated_id AND c.member_no = p_member_no;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- The members of a replicated queue being removed.
+CREATE FUNCTION courier_draining_replicas_v1(p_replicated_id bigint)
+RETURNS TABLE (member_no integer, queue_id bigint, queue_name text, node_id integer, exec_ns bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT m.member_no, m.queue_id, m.queue_name, m.node_id, 0::bigint FROM courier_replicas m
+    WHERE m.replicated_id = p_replicated_id AND m.draining ORDER BY m.member_no
+$$;
+
+-- A drained member whose queue is gone leaves the replicated queue.
+CREATE FUNCTION courier_drop_replica_v1(
+    p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    DELETE FROM courier_replicas m
+    WHERE m.replicated_id = p_replicated_id AND m.member_no = p_member_no AND m.draining;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;

@@ -25,6 +25,9 @@ CREATE TABLE courier_replicas (
     queue_id      bigint  NOT NULL UNIQUE,
     queue_name    text    NOT NULL,
     node_id       integer NOT NULL,
+    -- A member being removed: it gets no new places; the controller moves its
+    -- messages to the others and deletes it once it holds none (migration 0024).
+    draining      boolean NOT NULL DEFAULT false,
     PRIMARY KEY (replicated_id, member_no)
 );
 
@@ -120,6 +123,30 @@ BEGIN
 END;
 $$;
 
+-- Who may delete a replicated queue: its creator or an admin (NOT_AUTHORISED (13)
+-- for anyone else, QUEUE_NOT_FOUND (1) when there is none); its id and members,
+-- draining ones too, for the deletion.
+CREATE FUNCTION courier_replicated_to_delete_v1(p_name text, p_actor bigint)
+RETURNS TABLE (id bigint, queue_id bigint, exec_ns bigint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_queue courier_replicated_queues%ROWTYPE;
+BEGIN
+    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name;
+    IF NOT FOUND THEN
+        PERFORM courier_fail_v1(1, format('replicated queue %s does not exist', p_name));
+    END IF;
+    IF p_actor IS NOT NULL AND p_actor IS DISTINCT FROM v_queue.created_by
+       AND NOT courier_is_admin_v1(p_actor) THEN
+        PERFORM courier_fail_v1(13, format(
+            'only the owner of replicated queue %s or an admin may delete it', p_name));
+    END IF;
+    RETURN QUERY
+    SELECT v_queue.id, m.queue_id, 0::bigint FROM courier_replicas m
+    WHERE m.replicated_id = v_queue.id ORDER BY m.member_no;
+END;
+$$;
+
 CREATE FUNCTION courier_drop_replicated_v1(p_replicated_id bigint, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -146,7 +173,7 @@ BEGIN
             WHERE c.replicated_id = r.id AND c.member_no = m.member_no AND c.role = 'consumer'),
            0::bigint
     FROM courier_replicated_queues r
-    JOIN courier_replicas m ON m.replicated_id = r.id
+    JOIN courier_replicas m ON m.replicated_id = r.id AND NOT m.draining
     WHERE r.name = p_name
     ORDER BY m.member_no;
     IF NOT FOUND THEN
@@ -169,14 +196,22 @@ BEGIN
     IF p_role IS NULL OR p_role NOT IN ('producer', 'consumer') THEN
         PERFORM courier_fail_v1(10, 'the role must be producer or consumer');
     END IF;
-    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name FOR UPDATE;
+    -- The session must still be there (and stays, until this commits): a join racing
+    -- its client's logout would otherwise keep a place no session ends.
+    PERFORM FROM courier_clients c
+    WHERE c.id = p_client_id AND c.session_instance_id = p_instance_id FOR SHARE;
     IF NOT FOUND THEN
+        PERFORM courier_fail_v1(14, 'the session has ended');
+    END IF;
+    SELECT * INTO v_queue FROM courier_replicated_queues r WHERE r.name = p_name FOR UPDATE;
+    SELECT count(*)::integer INTO replicas
+    FROM courier_replicas m WHERE m.replicated_id = v_queue.id AND NOT m.draining;
+    IF v_queue.id IS NULL OR replicas = 0 THEN  -- none, or not made yet
         PERFORM courier_fail_v1(1, format('replicated queue %s does not exist', p_name));
     END IF;
-    SELECT count(*)::integer INTO replicas FROM courier_replicas m WHERE m.replicated_id = v_queue.id;
     IF v_queue.policy = 'round_robin' THEN
         SELECT m.member_no, m.queue_id, m.queue_name INTO member_no, queue_id, queue_name
-        FROM courier_replicas m WHERE m.replicated_id = v_queue.id
+        FROM courier_replicas m WHERE m.replicated_id = v_queue.id AND NOT m.draining
         ORDER BY m.member_no OFFSET (v_queue.joins % replicas) LIMIT 1;
         UPDATE courier_replicated_queues r SET joins = r.joins + 1 WHERE r.id = v_queue.id;
     ELSE
@@ -187,7 +222,7 @@ BEGIN
                    count(*) FILTER (WHERE c.role <> p_role) AS other
             FROM courier_replica_clients c
             WHERE c.replicated_id = v_queue.id AND c.member_no = m.member_no) counts
-        WHERE m.replicated_id = v_queue.id
+        WHERE m.replicated_id = v_queue.id AND NOT m.draining
         ORDER BY counts.same, counts.other DESC, m.member_no
         LIMIT 1;
     END IF;

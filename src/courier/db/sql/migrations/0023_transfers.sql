@@ -39,8 +39,9 @@ CREATE TABLE courier_transfers_received (
     received_at timestamptz NOT NULL DEFAULT now()
 );
 
--- Step 1: up to p_count of the oldest visible messages of a queue into the outbox
--- (rows other readers hold are skipped); the rows moved, oldest first.
+-- Step 1: up to p_count of the oldest visible messages for anyone into the outbox
+-- (rows other readers hold are skipped; a message for one receiver, such as a reply
+-- its requester waits for in this queue, stays); the rows moved, oldest first.
 CREATE FUNCTION courier_transfer_out_v1(
     p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint, p_count integer)
 RETURNS SETOF courier_outbox
@@ -48,7 +49,7 @@ LANGUAGE plpgsql AS $$
 BEGIN
     WITH taken AS (
         SELECT m.id, m.persistent FROM courier_messages m
-        WHERE m.queue_id = p_source_queue_id
+        WHERE m.queue_id = p_source_queue_id AND m.receiver_id IS NULL
         ORDER BY m.created_at, m.id
         LIMIT p_count
         FOR UPDATE SKIP LOCKED
@@ -68,6 +69,51 @@ BEGIN
     RETURN QUERY
     SELECT * FROM courier_outbox o WHERE o.transfer_id = p_transfer_id ORDER BY o.created_at, o.id;
 END;
+$$;
+
+-- A member being removed: every visible message (addressed ones too) into the outbox
+-- for the target, and the queue itself deleted in the same transaction when nothing
+-- of it is leased or delayed any more; the lock on its row waits for sends in
+-- flight and makes later ones fail with QUEUE_NOT_FOUND (their clients join again).
+CREATE FUNCTION courier_drain_queue_v1(
+    p_transfer_id bigint, p_source_queue_id bigint, p_target_queue_id bigint,
+    OUT moved integer, OUT dropped boolean, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    PERFORM FROM courier_queues q WHERE q.id = p_source_queue_id FOR UPDATE;
+    IF NOT FOUND THEN
+        moved := 0;
+        dropped := true;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN;
+    END IF;
+    WITH moved_rows AS (
+        DELETE FROM courier_messages m WHERE m.queue_id = p_source_queue_id RETURNING m.*
+    )
+    INSERT INTO courier_outbox (
+        transfer_id, source_queue_id, target_queue_id, id, sender_id, receiver_id, context,
+        priority, created_at, body, deliveries, expires_at, dead_from, failure, properties,
+        persistent)
+    SELECT p_transfer_id, p_source_queue_id, p_target_queue_id, m.id, m.sender_id,
+           m.receiver_id, m.context, m.priority, m.created_at, m.body, m.deliveries,
+           m.expires_at, m.dead_from, m.failure, m.properties, m.persistent
+    FROM moved_rows m;
+    GET DIAGNOSTICS moved = ROW_COUNT;
+    dropped := NOT EXISTS (SELECT FROM courier_held_messages h WHERE h.queue_id = p_source_queue_id);
+    IF dropped THEN
+        DELETE FROM courier_queues q WHERE q.id = p_source_queue_id;
+    END IF;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- The outbox rows of one transfer, oldest first.
+CREATE FUNCTION courier_outbox_rows_v1(p_transfer_id bigint)
+RETURNS SETOF courier_outbox
+LANGUAGE sql STABLE AS $$
+    SELECT * FROM courier_outbox o WHERE o.transfer_id = p_transfer_id ORDER BY o.created_at, o.id
 $$;
 
 -- What every unfinished transfer of this node holds, by transfer and age.
@@ -90,6 +136,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
+    -- A transfer applied before stays applied, whatever became of its queue since.
+    IF EXISTS (SELECT FROM courier_transfers_received r WHERE r.transfer_id = p_transfer_id) THEN
+        received := 0;
+        exec_ns := courier_elapsed_ns_v1(v_started);
+        RETURN;
+    END IF;
     PERFORM FROM courier_queues q WHERE q.id = p_target_queue_id FOR KEY SHARE;
     IF NOT FOUND THEN
         PERFORM courier_fail_v1(1, format('queue %s does not exist', p_target_queue_id));

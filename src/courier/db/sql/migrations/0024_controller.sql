@@ -61,22 +61,49 @@ LANGUAGE sql STABLE AS $$
     SELECT n.id, n.dsn, n.state, n.capacity, 0::bigint FROM courier_nodes n ORDER BY n.id
 $$;
 
--- A member added by the controller takes the next number.
-CREATE FUNCTION courier_next_member_v1(p_replicated_id bigint, OUT member_no integer, OUT exec_ns bigint)
+-- A member added by the controller takes the next number (draining members keep
+-- theirs), and belongs to the replicated queue's creator.
+CREATE FUNCTION courier_next_member_v1(
+    p_replicated_id bigint, OUT member_no integer, OUT created_by bigint, OUT exec_ns bigint)
 LANGUAGE sql STABLE AS $$
-    SELECT coalesce(max(m.member_no), 0) + 1, 0::bigint
-    FROM courier_replicas m WHERE m.replicated_id = p_replicated_id
+    SELECT coalesce((SELECT max(m.member_no) FROM courier_replicas m
+                     WHERE m.replicated_id = p_replicated_id), 0) + 1,
+           (SELECT r.created_by FROM courier_replicated_queues r WHERE r.id = p_replicated_id),
+           0::bigint
 $$;
 
--- A member taken out: no new places go to it; its clients lose theirs.
+-- A member taken out: it drains (no new places go to it); its clients lose theirs.
 CREATE FUNCTION courier_remove_replica_v1(
     p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
-    DELETE FROM courier_replicas m
+    UPDATE courier_replicas m SET draining = true
     WHERE m.replicated_id = p_replicated_id AND m.member_no = p_member_no;
+    DELETE FROM courier_replica_clients c
+    WHERE c.replicated_id = p_replicated_id AND c.member_no = p_member_no;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- The members of a replicated queue being removed.
+CREATE FUNCTION courier_draining_replicas_v1(p_replicated_id bigint)
+RETURNS TABLE (member_no integer, queue_id bigint, queue_name text, node_id integer, exec_ns bigint)
+LANGUAGE sql STABLE AS $$
+    SELECT m.member_no, m.queue_id, m.queue_name, m.node_id, 0::bigint FROM courier_replicas m
+    WHERE m.replicated_id = p_replicated_id AND m.draining ORDER BY m.member_no
+$$;
+
+-- A drained member whose queue is gone leaves the replicated queue.
+CREATE FUNCTION courier_drop_replica_v1(
+    p_replicated_id bigint, p_member_no integer, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    DELETE FROM courier_replicas m
+    WHERE m.replicated_id = p_replicated_id AND m.member_no = p_member_no AND m.draining;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
