@@ -176,9 +176,13 @@ class Controller:
         if not await self._lock.fetchval("SELECT pg_try_advisory_lock($1)", CONTROLLER_LOCK):
             await self._lock.close()
             raise ControllerRunning("another controller already runs for this cluster")
-        control = await repository.Repository.connect(self._dsn)
-        self._routed = routing.RoutedBackend(control)
-        await self._link_nodes()
+        try:
+            control = await repository.Repository.connect(self._dsn)
+            self._routed = routing.RoutedBackend(control)
+            await self._link_nodes()
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         if self._routed is not None:
@@ -192,6 +196,8 @@ class Controller:
         while not stop.is_set():
             try:
                 await self.round()
+            except ControllerRunning:
+                raise  # the lock is gone: another controller may have the cluster now
             except errors.CourierError as exc:
                 log.warning("round failed: %s", exc)
             with contextlib.suppress(TimeoutError):
@@ -199,6 +205,7 @@ class Controller:
 
     async def round(self) -> list[Decision]:
         """One look at every replicated queue, and what it decided."""
+        await self._check_lock()
         routed = self._cluster()
         await self._link_nodes()
         await self._finish_transfers()
@@ -216,6 +223,15 @@ class Controller:
             for node_id in routed.node_ids:
                 await routed.node(node_id).forget_transfers(transfers.KEEP_TRANSFER_IDS_S)
         return decided
+
+    async def _check_lock(self) -> None:
+        """The lock lives as long as its connection: ControllerRunning once it is gone."""
+        try:
+            alive = self._lock is not None and await self._lock.fetchval("SELECT true")
+        except Exception as exc:  # closed, terminated or out of reach: the lock is lost
+            raise ControllerRunning(f"lost the controller lock: {exc}") from exc
+        if not alive:
+            raise ControllerRunning("lost the controller lock")
 
     def _cluster(self) -> routing.RoutedBackend:
         assert self._routed is not None, "start() first"

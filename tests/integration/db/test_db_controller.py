@@ -165,3 +165,17 @@ async def test_a_new_controller_finishes_a_drain_and_the_owner_deletes_what_it_g
     [left] = (await rig.routed.get_replicated_queue("grown")).members
     assert left.length == 7
     await rig.routed.delete_replicated_queue("grown", actor=owner.id)  # the owner's, grown too
+
+
+async def test_a_controller_that_lost_its_lock_stops(rig: Rig, dsn: str) -> None:
+    killer = await repository.Repository.connect(dsn)
+    try:
+        await killer.pool.execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l"
+            " WHERE l.locktype = 'advisory' AND l.objid = $1",
+            controller.CONTROLLER_LOCK,
+        )
+    finally:
+        await killer.close()
+    with pytest.raises(controller.ControllerRunning, match="lost the controller lock"):
+        await rig.controller.round()
