@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from courier import config, controller, models
-from courier.db import nodes, repository, routing
+from courier.db import repository, routing
 from courier.server import launcher
+from helpers.cluster import two_nodes
 from helpers.consoles import RunningConsole, StartConsole
 
 P, C = models.Role.PRODUCER, models.Role.CONSUMER
@@ -21,16 +22,8 @@ P, C = models.Role.PRODUCER, models.Role.CONSUMER
 
 @pytest.fixture
 async def routed(dsn: str, empty_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
-    await nodes.add_node(dsn, empty_dsn, capacity=6)
-    control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(empty_dsn)
-    backend = routing.RoutedBackend(control)
-    backend.attach(2, second)
-    try:
+    async with two_nodes(dsn, empty_dsn, capacity=6) as backend:
         yield backend
-    finally:
-        await control.close()
-        await second.close()
 
 
 async def join(routed: routing.RoutedBackend, instance: int, name: str, role: models.Role) -> int:

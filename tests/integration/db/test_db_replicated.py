@@ -8,23 +8,16 @@ from collections.abc import AsyncIterator
 import pytest
 
 from courier import errors, models
-from courier.db import nodes, repository, routing
+from courier.db import nodes, routing
+from helpers.cluster import two_nodes
 
 P, C = models.Role.PRODUCER, models.Role.CONSUMER
 
 
 @pytest.fixture
 async def routed(dsn: str, empty_dsn: str) -> AsyncIterator[routing.RoutedBackend]:
-    await nodes.add_node(dsn, empty_dsn)
-    control = await repository.Repository.connect(dsn)
-    second = await repository.Repository.connect(empty_dsn)
-    backend = routing.RoutedBackend(control)
-    backend.attach(2, second)
-    try:
+    async with two_nodes(dsn, empty_dsn) as backend:
         yield backend
-    finally:
-        await control.close()
-        await second.close()
 
 
 async def clients(routed: routing.RoutedBackend, count: int) -> tuple[int, list[int]]:
