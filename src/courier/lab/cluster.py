@@ -363,7 +363,8 @@ async def _consume(
 
 
 async def _waiting(client: AsyncClient) -> int:
-    return sum(member.length for member in (await client.get_replicated_queue("work")).members)
+    """Messages in the members' queues, draining members included."""
+    return sum(q.message_count for q in await client.list_queues() if q.name.startswith("work#"))
 
 
 def summary(run: ClusterRun) -> Mapping[str, Any]:
