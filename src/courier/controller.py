@@ -8,10 +8,11 @@ consumption rates (the middleware's reported totals), and then:
   member's capacity is its node's, else ``Rules.capacity``): above ``Rules.high`` it
   adds a member on a node that has none of this queue; when one member fewer would
   still carry the load below ``Rules.low`` it removes the member with the fewest
-  clients. After a change nothing changes again for ``Rules.inhibition_s``, so the
-  measurements can settle. A member being removed gets no new clients, its messages
-  are moved to the others, and its queue goes once it is empty (its clients then
-  join again, elsewhere);
+  clients, never going below the members the queue was created with. After a
+  change nothing changes again for ``Rules.inhibition_s``, so the measurements can
+  settle. A member being removed gets no new clients, its messages are moved to the
+  others, and its queue goes with its last ones (its clients then join again,
+  elsewhere);
 - **evens out** the members' lengths: when the longest holds ``Rules.move_above``
   more messages than the shortest member with consumers, or that member is empty
   while its consumers wait, half the difference (at most ``Rules.move_at_most``)
@@ -111,12 +112,15 @@ def load_of(members: list[Member]) -> Load:
     )
 
 
-def provision(members: list[Member], rules: Rules, free_node: int | None) -> tuple[str, int] | None:
-    """("add", node) or ("remove", member number), or None: what the load asks for."""
+def provision(
+    members: list[Member], rules: Rules, free_node: int | None, min_members: int = 1
+) -> tuple[str, int] | None:
+    """("add", node) or ("remove", member number), or None: what the load asks for.
+    A queue keeps at least ``min_members`` (the members it was created with)."""
     found = load_of(members)
     if found.value > rules.high and free_node is not None:
         return "add", free_node
-    if len(members) > 1:
+    if len(members) > max(1, min_members):
         leaving = min(members, key=lambda m: (m.clients, -m.replica.member))
         rest = found.capacity - leaving.capacity
         if rest > 0 and found.clients / rest < rules.low:
@@ -211,9 +215,9 @@ class Controller:
         await self._finish_transfers()
         rates = await self._rates()
         decided: list[Decision] = []
-        for name in await routed.control.replicated_names():
+        for name, min_members in await routed.control.replicated_names():
             try:
-                decided += await self._look_at(name, rates)
+                decided += await self._look_at(name, min_members, rates)
             except errors.QueueNotFound:
                 continue  # deleted meanwhile
             except errors.CourierError as exc:  # one queue's trouble does not stop the others
@@ -268,7 +272,9 @@ class Controller:
         self._counts, self._counted_at = counts, now
         return rates
 
-    async def _look_at(self, name: str, rates: dict[int, tuple[float, float]]) -> list[Decision]:
+    async def _look_at(
+        self, name: str, min_members: int, rates: dict[int, tuple[float, float]]
+    ) -> list[Decision]:
         routed = self._cluster()
         queue = self._queues.setdefault(name, _Queue())
         found = await routed.get_replicated_queue(name)
@@ -283,7 +289,7 @@ class Controller:
         if now - queue.changed_at >= self.rules.inhibition_s:
             taken = {m.replica.node for m in members} | {r.node for r in draining}
             free = [n for n in sorted(routed.node_ids) if n not in taken]
-            wanted = provision(members, self.rules, free[0] if free else None)
+            wanted = provision(members, self.rules, free[0] if free else None, min_members)
             if wanted is not None:
                 decided.append(await self._change(found, members, *wanted))
                 queue.changed_at = now

@@ -41,6 +41,10 @@ def test_the_member_with_fewest_clients_goes_when_the_rest_would_stay_below_low(
     assert controller.provision([member(1, 1, 0), member(2, 0, 0)], RULES, None) == ("remove", 2)
     assert controller.provision([member(1, 0, 0), member(2, 0, 0)], RULES, None) == ("remove", 2)
     assert controller.provision([member(1, 0, 0)], RULES, None) is None  # never the last one
+    # A queue created with two members keeps them, however idle.
+    assert controller.provision([member(1, 0, 0), member(2, 0, 0)], RULES, None, 2) is None
+    three = [member(1, 0, 0), member(2, 0, 0), member(3, 0, 0)]
+    assert controller.provision(three, RULES, None, 2) == ("remove", 3)
 
 
 def test_half_the_gap_moves_from_the_longest_to_the_shortest() -> None:

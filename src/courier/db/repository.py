@@ -843,12 +843,20 @@ class Repository:
         return [row["node_id"] for row in rows]
 
     async def create_replicated(
-        self, name: str, policy: models.Policy, creator: int | None, *, timing: Timing | None = None
+        self,
+        name: str,
+        policy: models.Policy,
+        creator: int | None,
+        min_members: int = 1,
+        *,
+        timing: Timing | None = None,
     ) -> int:
-        """A replicated queue without members yet; its id. QueueExists, BadRequest."""
+        """A replicated queue without members yet, keeping at least ``min_members``;
+        its id. QueueExists, BadRequest."""
         row = await self._call(
-            "courier_create_replicated_v1($1, $2, $3)", name, str(policy), creator, timing=timing
-        )
+            "courier_create_replicated_v1($1, $2, $3, $4)", name, str(policy), creator,
+            min_members, timing=timing,
+        )  # fmt: skip
         replicated_id: int = row["id"]
         return replicated_id
 
@@ -930,8 +938,10 @@ class Repository:
         rows = await self._call_many("courier_member_counts_v1()")
         return {row["queue_id"]: (row["sent"], row["taken"]) for row in rows}
 
-    async def replicated_names(self) -> list[str]:
-        return [row["name"] for row in await self._call_many("courier_replicated_names_v1()")]
+    async def replicated_names(self) -> list[tuple[str, int]]:
+        """Each replicated queue's name and the members it keeps at least."""
+        rows = await self._call_many("courier_replicated_names_v1()")
+        return [(row["name"], row["min_members"]) for row in rows]
 
     async def next_member(self, replicated_id: int) -> tuple[int, int | None]:
         """The number of a new member, and the replicated queue's creator (its owner)."""

@@ -297,10 +297,11 @@ class RoutedBackend:
         max_queues: int | None = None,
         timing: Timing | None = None,
     ) -> models.ReplicatedQueue:
-        """Members ``name#1`` .. ``name#k`` on the k nodes holding the fewest queues.
-        QueueExists; BadRequest when the cluster has fewer than k nodes."""
+        """Members ``name#1`` .. ``name#k`` on the k nodes holding the fewest queues (the
+        controller keeps at least k). QueueExists; BadRequest when the cluster has
+        fewer than k nodes."""
         node_ids = await self.control.place_replicas(replicas, timing=timing)
-        replicated_id = await self.control.create_replicated(name, policy, creator)
+        replicated_id = await self.control.create_replicated(name, policy, creator, replicas)
         made: list[models.Queue] = []
         members: list[models.Replica] = []
         try:

@@ -122,7 +122,7 @@ async def test_a_node_out_of_reach_shows_its_error_and_its_members_length_unknow
             "INSERT INTO courier_nodes (id, dsn) VALUES (1, $1), (3, $2)", dsn, closed
         )
         replicated = await connection.fetchval(
-            "SELECT id FROM courier_create_replicated_v1('far', 'balanced', NULL)"
+            "SELECT id FROM courier_create_replicated_v1('far', 'balanced', NULL, 1)"
         )
         await connection.execute(
             "SELECT courier_add_replica_v1($1, 1, $2, 'far#1', 3)", replicated, (2 << 48) + 1

@@ -138,7 +138,7 @@ async def test_a_join_needs_a_live_session_and_a_queue_with_members(
     with pytest.raises(errors.NotLoggedIn):
         await routed.join_replicated("q", alice, instance, P)
     await routed.login(alice, instance)
-    hollow = await routed.control.create_replicated("hollow", models.Policy.ROUND_ROBIN, None)
+    hollow = await routed.control.create_replicated("hollow", models.Policy.ROUND_ROBIN, None, 1)
     with pytest.raises(errors.QueueNotFound):  # made, but no member yet
         await routed.join_replicated("hollow", alice, instance, P)
     assert hollow > 0

@@ -1152,7 +1152,7 @@ END;
 $$;
 
 CREATE FUNCTION courier_create_replicated_v1(
-    p_name text, p_policy text, p_creator bigint, OUT id bigint, OUT exec_ns bigint)
+    p_name text, p_policy text, p_creator bigint, p_min_members integer, OUT id bigint, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
     exec_ns := 0;
@@ -1296,7 +1296,7 @@ END;
 $$;
 
 CREATE FUNCTION courier_replicated_names_v1()
-RETURNS TABLE(name text, exec_ns bigint)
+RETURNS TABLE(name text, min_members integer, exec_ns bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
     RETURN;

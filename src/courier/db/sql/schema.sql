@@ -5201,7 +5201,9 @@ CREATE TABLE courier_replicated_queues (
     policy     text        NOT NULL CHECK (policy IN ('balanced', 'round_robin')),
     created_by bigint      REFERENCES courier_clients (id) ON DELETE SET NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
-    joins      bigint      NOT NULL DEFAULT 0  -- round robin's turn
+    joins      bigint      NOT NULL DEFAULT 0,  -- round robin's turn
+    -- The members it was created with: the controller removes none below this.
+    min_members integer    NOT NULL DEFAULT 1 CHECK (min_members > 0)
 );
 
 CREATE TABLE courier_replicas (
@@ -5274,7 +5276,8 @@ END;
 $$;
 
 CREATE FUNCTION courier_create_replicated_v1(
-    p_name text, p_policy text, p_creator bigint, OUT id bigint, OUT exec_ns bigint)
+    p_name text, p_policy text, p_creator bigint, p_min_members integer,
+    OUT id bigint, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -5284,8 +5287,8 @@ BEGIN
     IF p_policy IS NULL OR p_policy NOT IN ('balanced', 'round_robin') THEN
         PERFORM courier_fail_v1(10, 'the policy must be balanced or round_robin');
     END IF;
-    INSERT INTO courier_replicated_queues (name, policy, created_by)
-    VALUES (p_name, p_policy, p_creator)
+    INSERT INTO courier_replicated_queues (name, policy, created_by, min_members)
+    VALUES (p_name, p_policy, p_creator, p_min_members)
     ON CONFLICT (name) DO NOTHING
     RETURNING courier_replicated_queues.id INTO id;
     IF NOT FOUND THEN
@@ -5699,11 +5702,11 @@ LANGUAGE sql STABLE AS $$
     SELECT r.queue_id, 0::bigint FROM courier_replicas r ORDER BY r.queue_id
 $$;
 
--- The replicated queues, for the controller's rounds.
+-- The replicated queues, for the controller's rounds, with the members each keeps.
 CREATE FUNCTION courier_replicated_names_v1()
-RETURNS TABLE (name text, exec_ns bigint)
+RETURNS TABLE (name text, min_members integer, exec_ns bigint)
 LANGUAGE sql STABLE AS $$
-    SELECT r.name, 0::bigint FROM courier_replicated_queues r ORDER BY r.id
+    SELECT r.name, r.min_members, 0::bigint FROM courier_replicated_queues r ORDER BY r.id
 $$;
 
 -- The nodes, as middleware and the controller read them (no rows: node 1 alone).

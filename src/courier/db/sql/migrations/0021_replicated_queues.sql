@@ -16,7 +16,9 @@ CREATE TABLE courier_replicated_queues (
     policy     text        NOT NULL CHECK (policy IN ('balanced', 'round_robin')),
     created_by bigint      REFERENCES courier_clients (id) ON DELETE SET NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
-    joins      bigint      NOT NULL DEFAULT 0  -- round robin's turn
+    joins      bigint      NOT NULL DEFAULT 0,  -- round robin's turn
+    -- The members it was created with: the controller removes none below this.
+    min_members integer    NOT NULL DEFAULT 1 CHECK (min_members > 0)
 );
 
 CREATE TABLE courier_replicas (
@@ -89,7 +91,8 @@ END;
 $$;
 
 CREATE FUNCTION courier_create_replicated_v1(
-    p_name text, p_policy text, p_creator bigint, OUT id bigint, OUT exec_ns bigint)
+    p_name text, p_policy text, p_creator bigint, p_min_members integer,
+    OUT id bigint, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
@@ -99,8 +102,8 @@ BEGIN
     IF p_policy IS NULL OR p_policy NOT IN ('balanced', 'round_robin') THEN
         PERFORM courier_fail_v1(10, 'the policy must be balanced or round_robin');
     END IF;
-    INSERT INTO courier_replicated_queues (name, policy, created_by)
-    VALUES (p_name, p_policy, p_creator)
+    INSERT INTO courier_replicated_queues (name, policy, created_by, min_members)
+    VALUES (p_name, p_policy, p_creator, p_min_members)
     ON CONFLICT (name) DO NOTHING
     RETURNING courier_replicated_queues.id INTO id;
     IF NOT FOUND THEN

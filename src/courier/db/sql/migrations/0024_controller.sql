@@ -47,11 +47,11 @@ LANGUAGE sql STABLE AS $$
     SELECT r.queue_id, 0::bigint FROM courier_replicas r ORDER BY r.queue_id
 $$;
 
--- The replicated queues, for the controller's rounds.
+-- The replicated queues, for the controller's rounds, with the members each keeps.
 CREATE FUNCTION courier_replicated_names_v1()
-RETURNS TABLE (name text, exec_ns bigint)
+RETURNS TABLE (name text, min_members integer, exec_ns bigint)
 LANGUAGE sql STABLE AS $$
-    SELECT r.name, 0::bigint FROM courier_replicated_queues r ORDER BY r.id
+    SELECT r.name, r.min_members, 0::bigint FROM courier_replicated_queues r ORDER BY r.id
 $$;
 
 -- The nodes, as middleware and the controller read them (no rows: node 1 alone).
