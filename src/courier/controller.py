@@ -243,7 +243,7 @@ class Controller:
 
     async def _link_nodes(self) -> None:
         routed = self._cluster()
-        listed = [nodes.Node(*row) for row in await routed.control.cluster_nodes()]
+        listed = await routed.control.cluster_nodes()
         self._capacities = {node.id: node.capacity for node in listed}
         wanted = {node.id: node for node in nodes.active(listed)}
         for node_id, node in wanted.items():

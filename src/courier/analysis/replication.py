@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 from matplotlib.figure import Figure
 
-from courier.analysis import io, plots, session
+from courier.analysis import io, plots, session, tables
 from courier.measurements import manifest, record_schema
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ def write_report(experiment: Path, spark: SparkSession | None = None) -> Path:
     figures = [_save(run_figure(result), report_dir, f"run-{result.run_id}") for result in results]
     figures.insert(0, _save(comparison_figure(results), report_dir, "comparison"))
     rows = summary_rows(results)
-    _write_table(rows, report_dir / "summary.csv")
+    columns = list(rows[0]) if rows else ["run"]
+    io.write_table(tables.from_records("summary", "Runs", rows, columns), report_dir)
     (report_dir / "index.html").write_text(_html(found.name, rows, figures))
     return report_dir
 
@@ -245,13 +246,6 @@ def summary_rows(results: Iterable[RunResult]) -> list[dict[str, Any]]:
             "moved": sum(d["moved"] for d in result.decisions),
         })  # fmt: skip
     return rows
-
-
-def _write_table(rows: list[dict[str, Any]], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    columns = list(rows[0]) if rows else []
-    lines = [",".join(columns)] + [",".join(str(row.get(c, "")) for c in columns) for row in rows]
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _html(name: str, rows: list[dict[str, Any]], figures: list[Path]) -> str:

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 import asyncpg
 
 from courier import config, errors, models, selectors
-from courier.db import _translate, jsonb, pools, topic_rows, transactions
+from courier.db import _translate, jsonb, nodes, pools, topic_rows, transactions
 from courier.protocol import constants as wire_limits
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
@@ -917,10 +917,10 @@ class Repository:
         return left
 
     # -- the provisioning controller, on the control node -------------------------
-    async def cluster_nodes(self) -> list[tuple[int, str, str, int | None]]:
-        """(id, dsn, state, capacity) of each node the control node lists."""
+    async def cluster_nodes(self) -> list[nodes.Node]:
+        """Each node the control node lists (none: a cluster of node 1 alone)."""
         rows = await self._call_many("courier_nodes_v1()")
-        return [(row["id"], row["dsn"], row["state"], row["capacity"]) for row in rows]
+        return [nodes.Node(row["id"], row["dsn"], row["state"], row["capacity"]) for row in rows]
 
     async def report_counts(self, instance_id: int, counts: dict[int, tuple[int, int]]) -> None:
         """This middleware's running totals (sent, taken) per queue; members only count."""

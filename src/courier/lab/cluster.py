@@ -22,8 +22,8 @@ import dataclasses
 import functools
 import time
 import tomllib
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -169,7 +169,6 @@ class Progress:
     sent: int = 0
     received: int = 0
     joined: int = 0
-    decisions: list[str] = field(default_factory=list)
 
 
 async def run_experiment(
@@ -365,8 +364,3 @@ async def _consume(
 async def _waiting(client: AsyncClient) -> int:
     """Messages in the members' queues, draining members included."""
     return sum(q.message_count for q in await client.list_queues() if q.name.startswith("work#"))
-
-
-def summary(run: ClusterRun) -> Mapping[str, Any]:
-    """The parameters a report shows for a run."""
-    return dataclasses.asdict(run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from typing import Any
 
 import uvloop
 
@@ -129,9 +130,7 @@ class Server:
 
     async def _open_database(self) -> repository.Repository:
         settings = self.settings
-        kind = batching.BatchedRepository if settings.batching else repository.Repository
-        pool = await pools.open_pool(settings.dsn, settings.pool)
-        self._repo = kind(pool, settings.limits, settings.pool)
+        self._repo = self._repository(await pools.open_pool(settings.dsn, settings.pool))
         self._notifier = listen.NotificationListener(
             settings.dsn, self._waiters.notify_payload, self._listen_restored,
             settings.notify_check, on_disabled=self._listener.end_sessions_of,
@@ -139,14 +138,17 @@ class Server:
         await self._notifier.start()
         return self._repo
 
-    async def _link_nodes(self, routed: routing.RoutedBackend) -> None:
-        """Reach the other nodes of a cluster (none for a single database)."""
+    def _repository(self, pool: Any) -> repository.Repository:
+        """A node's storage over its pool: batched unless --no-batching."""
         settings = self.settings
         kind = batching.BatchedRepository if settings.batching else repository.Repository
+        return kind(pool, settings.limits, settings.pool)
+
+    async def _link_nodes(self, routed: routing.RoutedBackend) -> None:
+        """Reach the other nodes of a cluster (none for a single database)."""
         self._node_links = node_links.NodeLinks(
-            settings, routed, lambda pool: kind(pool, settings.limits, settings.pool),
-            self._waiters, self._current_instance_id,
-        )  # fmt: skip
+            self.settings, routed, self._repository, self._waiters, self._current_instance_id
+        )
         await self._node_links.start()
 
     def _listen_restored(self) -> None:

@@ -61,7 +61,7 @@ class NodeLinks:
 
     async def link_nodes(self) -> None:
         try:
-            found = [nodes.Node(*row) for row in await self._routed.control.cluster_nodes()]
+            found = await self._routed.control.cluster_nodes()
         except errors.CourierError as exc:
             log.warning("cannot read the list of nodes: %s", exc)
             return
