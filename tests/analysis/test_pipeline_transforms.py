@@ -15,7 +15,6 @@ from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
 
 from courier.analysis import (
-    components,
     histograms,
     io,
     request_counts,
@@ -28,59 +27,13 @@ from courier.analysis import (
     trimming,
 )
 from courier.measurements import manifest, record_schema
+from helpers.records import client_rows, server_rows
 
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1
 BOUNDS = [
     trimming.Bounds("r1", 1_000, 2_000, 1_100, 1_900),
     trimming.Bounds("r2", 5_000, 9_000, 6_000, 8_000),
 ]
-
-
-def client_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
-    """Client request records; unspecified fields get harmless defaults."""
-    defaults: dict[str, Any] = {
-        "run_id": "r1",
-        "process": "load-0",
-        "behaviour": "mixed",
-        "server": "s:1",
-        "client_id": 1,
-        "request_id": 1,
-        "operation": "send",
-        "status": "OK",
-        "start_ns": 1_500,
-        "response_ns": 1_000_000,
-        "serialize_ns": 0,
-        "deserialize_ns": 0,
-        "bytes_sent": 10,
-        "bytes_received": 10,
-        "message_ids": [],
-        "queue_ids": [],
-    }
-    schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
-    full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
-    return spark.createDataFrame(full, schema)
-
-
-def server_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
-    defaults: dict[str, Any] = {
-        "run_id": "r1",
-        "instance": "s:1",
-        "client_id": 1,
-        "request_id": 1,
-        "operation": "send",
-        "status": "OK",
-        "receive_ns": 1_500,
-        "queued_ns": 0,
-        "pool_wait_ns": 0,
-        "db_round_trip_ns": 0,
-        "db_exec_ns": 0,
-        "deserialize_ns": 0,
-        "serialize_ns": 0,
-        "total_ns": 0,
-    }
-    schema = io.SPARK_SCHEMAS[record_schema.SERVER_REQUESTS]
-    full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
-    return spark.createDataFrame(full, schema)
 
 
 def test_classify_separates_errors_from_misses(spark: SparkSession) -> None:
@@ -144,46 +97,6 @@ def test_run_time_and_windows(spark: SparkSession) -> None:
     testing.assertDataFrameEqual(timed, expected)
 
 
-def test_component_breakdown_of_one_joined_request(spark: SparkSession) -> None:
-    client = client_rows(
-        spark,
-        [
-            {
-                "client_id": 7,
-                "request_id": 3,
-                "response_ns": 1_000_000,
-                "serialize_ns": 10_000,
-                "deserialize_ns": 20_000,
-            },
-            {"client_id": 7, "request_id": 4},  # no server record: left out
-        ],
-    ).transform(transforms.classify)
-    server = server_rows(
-        spark,
-        [
-            {
-                "client_id": 7,
-                "request_id": 3,
-                "queued_ns": 50_000,
-                "pool_wait_ns": 30_000,
-                "db_round_trip_ns": 400_000,
-                "db_exec_ns": 250_000,
-                "deserialize_ns": 5_000,
-                "serialize_ns": 15_000,
-                "total_ns": 600_000,
-            },
-            {"run_id": "r2", "client_id": 7, "request_id": 4, "total_ns": 1},  # other run
-        ],
-    )
-    split = client.transform(transforms.join_server, server).transform(transforms.components)
-    expected = spark.createDataFrame(
-        [("r1", "send", "ok", 1.0, 0.05, 0.03, 0.25, 0.15, 0.1, 0.05, 0.37)],
-        "run_id string, operation string, outcome string, response_ms double, "
-        + ", ".join(f"{c}_ms double" for c in transforms.COMPONENTS),
-    )
-    testing.assertDataFrameEqual(split, expected)
-
-
 def test_a_packed_key_joins_the_same_requests_as_the_three_keys(spark: SparkSession) -> None:
     ids = [(r, c, q) for r in ("r1", "r2") for c in (3, 9) for q in (0, 5)]
     client = client_rows(
@@ -233,25 +146,6 @@ def test_id_ranges_come_from_the_parquet_footers(tmp_path: Path) -> None:
         for name in ("client_id", "request_id")
     }
     assert io.id_ranges(files, ["no such kind"], ("client_id",)) is None
-
-
-def test_components_are_pooled_by_request_count(spark: SparkSession) -> None:
-    split = spark.createDataFrame(
-        [
-            ("r1", "pop", "ok", 2.0, *[1.0] * 7),
-            ("r2", "pop", "miss", 4.0, *[3.0] * 7),
-            ("r2", "pop", "ok", 6.0, *[5.0] * 7),
-            ("r2", "pop", "error", 100.0, *[50.0] * 7),  # errors are not measured
-        ],
-        "run_id string, operation string, outcome string, response_ms double, "
-        + ", ".join(f"{c}_ms double" for c in transforms.COMPONENTS),
-    )
-    rows = [r.asDict() for r in split.transform(components.mean_components).collect()]
-    table = components.pool_by_config(rows, {"r1": "x=1", "r2": "x=1"})
-    (pooled,) = table.records()
-    assert pooled["requests"] == 3
-    assert pooled["response_ms"] == pytest.approx((2 + 4 + 6) / 3)
-    assert pooled["network_ms"] == pytest.approx((1 + 3 + 5) / 3)
 
 
 def test_total_queue_depth_sums_queues_at_each_instant(spark: SparkSession) -> None:

@@ -50,3 +50,34 @@ def test_every_grouping_matches_numpy(spark: SparkSession) -> None:
         for name, p in stats.PERCENTILES.items():
             exact = ordered[math.ceil(p * len(values)) - 1]
             assert row[name] == pytest.approx(exact, rel=HALF_BUCKET), name
+
+
+def test_regrouping_per_grain_gives_the_rows_of_one_aggregation(spark: SparkSession) -> None:
+    rng = np.random.default_rng(5)
+    n = 2_000
+    rows = [
+        (str(rng.choice(["r1", "r2"])), "p", "b", str(rng.choice(["s:1", "s:2"])),
+         int(rng.integers(1, 5)), i, str(rng.choice(["send", "pop"])),
+         str(rng.choice(["OK", "QUEUE_EMPTY", "QUEUE_NOT_FOUND"])), int(rng.integers(0, 60)),
+         int(rng.lognormal(np.log(2e6), 0.8)), 1, 1, 1, 1, [], [])
+        for i in range(n)
+    ]  # fmt: skip
+    frame = spark.createDataFrame(rows, io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS])
+    classified = frame.transform(transforms.classify)
+    key_sets = {
+        "detail": ["run_id", "operation", "status", "outcome", "server"],
+        "by_client": ["run_id", "client_id"],
+        "per_start": ["run_id", "start_ns"],
+    }
+    plain = {"starts": ["run_id", "start_ns"]}
+    grains = [
+        ["run_id", "operation", "status", "outcome", "server", "client_id", "bucket"],
+        ["run_id", "start_ns", "bucket"],
+    ]
+
+    def cells(*extra: object) -> list[tuple[object, ...]]:
+        found = tables.collect(response.request_histograms(classified, key_sets, plain, *extra))
+        return sorted(tuple(str(v) for v in row.values()) for row in found)
+
+    assert cells(grains) == cells()
+    assert len(cells()) > 4 * len(key_sets)

@@ -1,63 +1,70 @@
 """Where response time goes: the component breakdown per operation.
 
-Client and server records of the same request are joined on (run_id, client_id,
+A request's client and server records are matched on (run_id, client_id,
 request_id); requests without a server record (e.g. lost connections, or a run
 without server records) are left out and counted. Means are taken over the
-measured, non-error requests and pooled over the runs of one configuration.
+measured, non-error requests and pooled over the runs of one configuration. The
+field sums they come from are ``component_sums``'s.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame
-from pyspark.sql import functions as sf
-
-from courier.analysis import tables, transforms
+from courier.analysis import component_sums, tables, transforms
 
 COMPONENT_COLUMNS = tuple(f"{name}_ms" for name in transforms.COMPONENTS)
 COLUMNS = ("config", "operation", "requests", "response_ms", *COMPONENT_COLUMNS)
 
 
-def mean_components(split: DataFrame) -> DataFrame:
-    """Per run and operation: joined requests, measured ones, and component means.
+def component_ns(parts: Mapping[str, float]) -> dict[str, float]:
+    """The components of (a sum of) requests from their fields' (sums), in ns.
 
-    ``matched`` counts every joined request; ``requests`` and the means cover the
-    measured ones (errors excluded).
+    They add up to the client's response time: network is the client's response
+    time minus the server's total time, less the client's own encoding and decoding
+    (which count as serialization, with the server's).
     """
-    measured = sf.col("outcome") != transforms.ERROR
-
-    def mean(column: str) -> Column:
-        return sf.avg(sf.when(measured, sf.col(column))).alias(column)
-
-    grouped = split.groupBy("run_id", "operation").agg(
-        sf.count(sf.lit(1)).alias("matched"),
-        sf.sum(sf.when(measured, 1).otherwise(0)).cast("long").alias("requests"),
-        mean("response_ms"),
-        *[mean(column) for column in COMPONENT_COLUMNS],
+    accounted = (
+        parts["queued_ns"]
+        + parts["pool_wait_ns"]
+        + parts["db_round_trip_ns"]
+        + parts["server_codec_ns"]
     )
-    return grouped.select(
-        "run_id", "operation", "matched", "requests", "response_ms", *COMPONENT_COLUMNS
-    )
+    found = {
+        "queued": parts["queued_ns"],
+        "pool_wait": parts["pool_wait_ns"],
+        "db_exec": parts["db_exec_ns"],
+        "db_rest": parts["db_round_trip_ns"] - parts["db_exec_ns"],
+        "server_other": parts["total_ns"] - accounted,
+        "serialization": parts["client_codec_ns"] + parts["server_codec_ns"],
+        "network": parts["response_ns"] - parts["total_ns"] - parts["client_codec_ns"],
+    }
+    return {name: found[name] for name in transforms.COMPONENTS}
 
 
-def pool_by_config(rows: Iterable[Mapping[str, Any]], configs: Mapping[str, str]) -> tables.Table:
-    """Request-weighted means over the runs of each configuration."""
-    totals: dict[tuple[str, str], dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for row in rows:
-        if not row["requests"]:
-            continue
-        cell = totals[(configs[row["run_id"]], row["operation"])]
-        cell["requests"] += row["requests"]
-        for column in ("response_ms", *COMPONENT_COLUMNS):
-            cell[column] += row[column] * row["requests"]
+def pool_by_config(sums: component_sums.Sums, configs: Mapping[str, str]) -> tables.Table:
+    """Mean components per configuration and operation, over the runs' requests."""
+    pooled_sums: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for (run_id, operation), cell in sums.items():
+        target = pooled_sums[(configs[run_id], operation)]
+        for name, value in cell.items():
+            target[name] += value
     pooled = []
-    for (config, operation), cell in sorted(totals.items()):
+    for (config, operation), cell in sorted(pooled_sums.items()):
         n = cell["requests"]
-        means = {c: cell[c] / n for c in ("response_ms", *COMPONENT_COLUMNS)}
-        pooled.append({"config": config, "operation": operation, "requests": int(n), **means})
+        if not n:
+            continue
+        parts = {name: cell[name] / n for name in component_sums.PARTS}
+        means = {
+            f"{name}_ms": value / transforms.NS_PER_MS
+            for name, value in component_ns(parts).items()
+        }
+        response = parts["response_ns"] / transforms.NS_PER_MS
+        pooled.append(
+            {"config": config, "operation": operation, "requests": n,
+             "response_ms": response, **means}
+        )  # fmt: skip
     return tables.from_records(
         "components",
         "Mean response time components per operation (ms)",

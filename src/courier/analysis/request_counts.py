@@ -50,7 +50,11 @@ def count(
     )
     histogram_sets = {name: [*keys, MEASURED] for name, keys in fine.items()}
     histogram_sets[WINDOW] = ["run_id", WINDOW]
-    return response.request_histograms(keyed, histogram_sets, {SECOND: ["run_id", SECOND]})
+    # Two grains: what a request is (its groups) and when it ran (window and second).
+    what = list(dict.fromkeys(k for keys in histogram_sets.values() for k in keys))
+    grains = [[k for k in what if k != WINDOW] + ["bucket"], ["run_id", WINDOW, SECOND, "bucket"]]
+    plain = {SECOND: ["run_id", SECOND]}
+    return response.request_histograms(keyed, histogram_sets, plain, grains)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import histograms, stats
@@ -22,33 +22,73 @@ def request_histograms(
     df: DataFrame,
     key_sets: Mapping[str, Sequence[str]],
     plain_sets: Mapping[str, Sequence[str]] | None = None,
+    grains: Sequence[Sequence[str]] | None = None,
 ) -> DataFrame:
     """Counts by outcome and response-time histograms of classified requests, for several
     groupings in one pass: a row per grouping set, group and bucket (errors, which have
     no latency, in a row whose bucket is null). ``plain_sets`` are counted without
     buckets, in the same pass. ``histograms.Histogram.of`` reads the rows of a group;
-    ``finish_request_histograms`` turns them into summaries."""
+    ``finish_request_histograms`` turns them into summaries.
+
+    With ``grains`` (key lists, each holding the keys of some of the sets), each record
+    is counted once per grain, and every set is a regrouping of the small result of
+    the first grain that holds its keys: fewer copies of every record go through the
+    hash aggregation than one per set."""
     plain = dict(plain_sets or {})
-    keys = list(dict.fromkeys(k for ks in (*key_sets.values(), *plain.values()) for k in ks))
+    sets = {name: [*ks, BUCKET] for name, ks in key_sets.items()} | plain
+    keys = list(dict.fromkeys(k for ks in sets.values() for k in ks if k != BUCKET))
     latency_ns = histograms.latency_ns()
     bucketed = df.select(
         *keys,
-        "outcome",
+        *([] if "outcome" in keys else ["outcome"]),
         latency_ns.alias("latency_ns"),
-        histograms.bucket_ns(latency_ns).alias("bucket"),
+        histograms.bucket_ns(latency_ns).alias(BUCKET),
     )
-    sets = {name: [*ks, "bucket"] for name, ks in key_sets.items()} | plain
-    grouped = bucketed.groupingSets(list(sets.values()), *keys, "bucket").agg(
+    counted = [
         *stats.count_exprs(),
         sf.count("latency_ns").alias("n"),
         *histograms.sums(sf.col("latency_ns"), exact=False),
-        sf.grouping_id().alias("_id"),
+    ]
+    if grains:
+        return _regrouped(bucketed, sets, [*keys, BUCKET], [list(g) for g in grains], counted)
+    grouped = bucketed.groupingSets(list(sets.values()), *keys, BUCKET).agg(
+        *counted, sf.grouping_id().alias("_id")
     )
-    names = stats.set_names([*keys, "bucket"], sets)
-    return grouped.select(
-        names.alias("grouping_set"), *keys, "bucket", *stats.COUNT_COLUMNS, "n", "total_ns",
-        "squares_ns",
-    )  # fmt: skip
+    return _named(grouped, sets, [*keys, BUCKET])
+
+
+BUCKET = "bucket"
+SUMMED = (*stats.COUNT_COLUMNS, "n", "total_ns", "squares_ns")
+
+
+def _named(grouped: DataFrame, sets: Mapping[str, Sequence[str]], keys: list[str]) -> DataFrame:
+    names = stats.set_names(keys, sets)
+    return grouped.select(names.alias("grouping_set"), *keys, *SUMMED)
+
+
+def _regrouped(
+    bucketed: DataFrame,
+    sets: Mapping[str, Sequence[str]],
+    keys: list[str],
+    grains: list[list[str]],
+    counted: list[Column],
+) -> DataFrame:
+    """``request_histograms`` in two aggregations: per grain, then per set of the
+    grain rows; rows of a set regrouped from another grain's rows are dropped."""
+    per_grain = bucketed.groupingSets(grains, *keys).agg(*counted, sf.grouping_id().alias(GRAIN))
+    grain_of = {name: next(g for g in grains if set(ks) <= set(g)) for name, ks in sets.items()}
+    with_grain = {name: [*ks, GRAIN] for name, ks in sets.items()}
+    grouped = per_grain.groupingSets(list(with_grain.values()), *keys, GRAIN).agg(
+        *[sf.sum(column).alias(column) for column in SUMMED], sf.grouping_id().alias("_id")
+    )
+    own = sf.lit(False)
+    for name, grain in grain_of.items():
+        in_set = sf.col("_id") == stats.grouping_id([*keys, GRAIN], with_grain[name])
+        own = own | (in_set & (sf.col(GRAIN) == stats.grouping_id(keys, grain)))
+    return _named(grouped.where(own), with_grain, [*keys, GRAIN]).drop(GRAIN)
+
+
+GRAIN = "_grain"
 
 
 def finish_request_histograms(

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import (
+    component_sums,
     components,
     delivery_results,
     errors,
@@ -183,12 +184,10 @@ def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table |
     server = inputs.frames[record_schema.SERVER_REQUESTS]
     ranges = inputs.id_ranges
     key = transforms.packed_key(list(inputs.bounds), ranges) if ranges else None
-    joined = inputs.measured.transform(transforms.join_server, server, key)
-    split = joined.transform(transforms.components)
-    rows = tables.collect(split.transform(components.mean_components))
-    matched = sum(row["matched"] for row in rows)
+    sums = component_sums.field_sums(inputs.measured, server, key)
+    matched = sum(cell["matched"] for cell in sums.values())
     note = f"{matched} of {total_requests} measured requests matched a server record."
-    return components.pool_by_config(rows, inputs.configs), note
+    return components.pool_by_config(sums, inputs.configs), note
 
 
 def latency_histograms(inputs: Inputs) -> list[dict[str, Any]]:

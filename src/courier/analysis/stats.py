@@ -106,13 +106,11 @@ def set_names(keys: Sequence[str], key_sets: Mapping[str, Sequence[str]]) -> Col
     needs ``grouping_id()`` as ``_id``."""
     names = sf.lit(None).cast("string")
     for name, set_keys in key_sets.items():
-        names = sf.when(sf.col("_id") == _grouping_id(keys, set_keys), sf.lit(name)).otherwise(
-            names
-        )
+        names = sf.when(sf.col("_id") == grouping_id(keys, set_keys), sf.lit(name)).otherwise(names)
     return names
 
 
-def _grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:
+def grouping_id(keys: Sequence[str], grouped: Sequence[str]) -> int:
     """Spark's grouping_id: one bit per key, first key highest, set when not grouped."""
     return sum(1 << (len(keys) - 1 - i) for i, key in enumerate(keys) if key not in grouped)
 

@@ -182,36 +182,6 @@ def join_server(client: DataFrame, server: DataFrame, key: Column | None = None)
     return joined.select(*kept, *server_side.columns[len(on) :])
 
 
-def components(joined: DataFrame) -> DataFrame:
-    """Splits each joined request's response time into components, in milliseconds.
-
-    The components add up to the client's response time: network is the client's
-    response time minus the server's total time, less the client's own encoding
-    and decoding (which count as serialization, with the server's).
-    """
-    codec_client = sf.col("client_codec_ns")
-    codec_server = sf.col("server_codec_ns")
-    accounted = (
-        sf.col("queued_ns") + sf.col("pool_wait_ns") + sf.col("db_round_trip_ns") + codec_server
-    )
-    parts = {
-        "queued": sf.col("queued_ns"),
-        "pool_wait": sf.col("pool_wait_ns"),
-        "db_exec": sf.col("db_exec_ns"),
-        "db_rest": sf.col("db_round_trip_ns") - sf.col("db_exec_ns"),
-        "server_other": sf.col("total_ns") - accounted,
-        "serialization": codec_client + codec_server,
-        "network": sf.col("response_ns") - sf.col("total_ns") - codec_client,
-    }
-    return joined.select(
-        "run_id",
-        "operation",
-        "outcome",
-        (sf.col("response_ns") / NS_PER_MS).alias("response_ms"),
-        *[(value / NS_PER_MS).alias(f"{name}_ms") for name, value in parts.items()],
-    )
-
-
 def total_queue_depth(depths: DataFrame) -> DataFrame:
     """Messages in all queues together at each sample instant of each run."""
     totals = depths.groupBy("run_id", "ts_ns").agg(sf.sum("messages").alias("messages"))
