@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
 
 from courier.analysis import component_sums, components, transforms
@@ -78,6 +79,8 @@ def mixed_records() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     server[:] = [r for r in server if (r["run_id"], r["client_id"]) != ("r1", 5)]  # none
     outside = next(r for r in server if (r["run_id"], r["client_id"]) == ("r2", 6))
     server.append(outside | {"request_id": 999})  # beyond the client's measured ids
+    for side in (client, server):  # before login: every connection's first request
+        side.extend(dict(side[0], client_id=0, request_id=1) for _ in range(3))
     return client, server
 
 
@@ -89,12 +92,13 @@ def _client_of(client: list[dict[str, Any]], row: dict[str, Any]) -> dict[str, A
 def reference_sums(
     client: list[dict[str, Any]], server: list[dict[str, Any]]
 ) -> dict[tuple[str, str], dict[str, int]]:
-    """The sums by a plain join in Python, grouped by the client's operation."""
+    """The sums by a plain join in Python, grouped by the client's operation, of
+    the logged-in clients' requests."""
     by_key = {(r["run_id"], r["client_id"], r["request_id"]): r for r in server}
     sums: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for c in client:
         s = by_key.get((c["run_id"], c["client_id"], c["request_id"]))
-        if s is None:
+        if s is None or c["client_id"] == 0:  # keys before login repeat: never matched
             continue
         cell = sums[(c["run_id"], c["operation"])]
         cell["matched"] += 1
@@ -126,14 +130,14 @@ def test_only_the_clients_that_differ_are_joined(
 ) -> None:
     client, server = mixed_records()
     joined_clients: list[set[tuple[str, int]]] = []
-    join = transforms.join_server
+    join = component_sums.join_server
 
     def recording_join(left: DataFrame, right: DataFrame, key: Any = None) -> DataFrame:
         rows = left.select("run_id", "client_id").distinct().collect()
         joined_clients.append({(r["run_id"], r["client_id"]) for r in rows})
         return join(left, right, key)
 
-    monkeypatch.setattr(transforms, "join_server", recording_join)
+    monkeypatch.setattr(component_sums, "join_server", recording_join)
     sums_of(spark, client, server)
     # Lost record, unmeasured record, disagreeing status; r1's client 5 has no
     # server record at all, and r2's client 6 only one beyond its measured ids.
@@ -143,3 +147,31 @@ def test_only_the_clients_that_differ_are_joined(
     agreeing = [r for r in server if r["run_id"] == "r2" and r["request_id"] != 999]
     sums_of(spark, [r for r in client if r["run_id"] == "r2"], agreeing)
     assert joined_clients == []
+
+
+def test_a_packed_key_joins_the_same_requests_as_the_three_keys(spark: SparkSession) -> None:
+    ids = [(r, c, q) for r in ("r1", "r2") for c in (3, 9) for q in (0, 5)]
+    client = client_rows(
+        spark,
+        [
+            {"run_id": r, "client_id": c, "request_id": q, "response_ns": 1_000 * q + c}
+            for r, c, q in ids
+        ]
+        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],  # a run without bounds
+    ).transform(transforms.classify)
+    server = server_rows(
+        spark,
+        [
+            {"run_id": r, "client_id": c, "request_id": q, "total_ns": 10 * q + c}
+            for r, c, q in ids[::2]  # every other request has a server record
+        ]
+        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],
+    )
+    ranges = {"client_id": (3, 9), "request_id": (0, 5)}
+    key = transforms.packed_key(["r1", "r2"], ranges)
+    assert key is not None
+    by_keys = client.where("run_id != 'r3'").transform(component_sums.join_server, server)
+    by_key = client.transform(component_sums.join_server, server, key)
+    columns = [c for c in by_keys.columns if c not in ("client_id", "request_id")]
+    testing.assertDataFrameEqual(by_key.select(*columns), by_keys.select(*columns))
+    assert by_key.count() == len(ids[::2])

@@ -27,7 +27,7 @@ from courier.analysis import (
     trimming,
 )
 from courier.measurements import manifest, record_schema
-from helpers.records import client_rows, server_rows
+from helpers.records import client_rows
 
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1
 BOUNDS = [
@@ -95,34 +95,6 @@ def test_run_time_and_windows(spark: SparkSession) -> None:
         "run_id string, ts_ns long, t_s double, window long",
     )
     testing.assertDataFrameEqual(timed, expected)
-
-
-def test_a_packed_key_joins_the_same_requests_as_the_three_keys(spark: SparkSession) -> None:
-    ids = [(r, c, q) for r in ("r1", "r2") for c in (3, 9) for q in (0, 5)]
-    client = client_rows(
-        spark,
-        [
-            {"run_id": r, "client_id": c, "request_id": q, "response_ns": 1_000 * q + c}
-            for r, c, q in ids
-        ]
-        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],  # a run without bounds
-    ).transform(transforms.classify)
-    server = server_rows(
-        spark,
-        [
-            {"run_id": r, "client_id": c, "request_id": q, "total_ns": 10 * q + c}
-            for r, c, q in ids[::2]  # every other request has a server record
-        ]
-        + [{"run_id": "r3", "client_id": 3, "request_id": 0}],
-    )
-    ranges = {"client_id": (3, 9), "request_id": (0, 5)}
-    key = transforms.packed_key(["r1", "r2"], ranges)
-    assert key is not None
-    by_keys = client.where("run_id != 'r3'").transform(transforms.join_server, server)
-    by_key = client.transform(transforms.join_server, server, key)
-    columns = [c for c in by_keys.columns if c not in ("client_id", "request_id")]
-    testing.assertDataFrameEqual(by_key.select(*columns), by_keys.select(*columns))
-    assert by_key.count() == len(ids[::2])
 
 
 def test_a_key_range_beyond_a_long_is_refused() -> None:

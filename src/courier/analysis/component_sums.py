@@ -8,11 +8,14 @@ lies between the least and greatest of those. That is checked per client,
 operation and outcome by the count and two independent hash sums of the request
 ids, so a client whose requests differ in any way (a request without a server
 record, a server record of an unmeasured request, an outcome the two sides
-disagree on) fails the check, up to a 64-bit hash collision. Only those clients' records are joined
-row by row. A run where every client checks out needs two scans and no shuffle
+disagree on) fails the check, up to a collision of the two hash sums' 63 bits
+(32 and 31: narrow enough that no sum overflows). Only those clients' records
+are joined row by row. A run where every client checks out needs two scans and no shuffle
 join, which is what keeps the breakdown cheap at tens of millions of records.
 
-Request keys are taken to be unique per run and side, as the row join takes them.
+A request key is unique per run and side once its client has logged in; requests
+sent before login carry client id 0 (``ANONYMOUS``), whose keys repeat across
+connections, and are never matched.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
 from courier.analysis import tables, transforms
@@ -41,6 +44,8 @@ SERVER_PARTS = {
 """Each summed part of a record, as the sum of these fields of it."""
 PARTS = (*CLIENT_PARTS, *SERVER_PARTS)
 CLIENT = ("run_id", "client_id")
+ANONYMOUS = 0
+"""The client id of requests recorded before login."""
 GROUP = ("run_id", "client_id", "operation", "outcome")
 
 Sums = dict[tuple[str, str], dict[str, int]]
@@ -50,12 +55,13 @@ over the measured (non-error) matched requests, in nanoseconds."""
 
 def field_sums(measured: DataFrame, server: DataFrame, key: Column | None) -> Sums:
     """The sums of the matched requests: side by side where a client's two sides
-    agree, through ``transforms.join_server`` (on ``key`` when given) where not."""
+    agree, through ``join_server`` (on ``key`` when given) where not."""
+    measured, server = _identified(measured), _identified(server)
     client_rows = tables.collect(_client_groups(measured))
     ranges = _ranges(client_rows)
     if not ranges:
         return {}
-    server_rows = tables.collect(_server_groups(server, _frame(measured.sparkSession, ranges)))
+    server_rows = tables.collect(_server_groups(server, _ranges_frame(measured, ranges)))
     agreeing, differing = _compare_clients(client_rows, server_rows)
     sums: Sums = defaultdict(lambda: defaultdict(int))
     for row in client_rows:
@@ -70,6 +76,46 @@ def field_sums(measured: DataFrame, server: DataFrame, key: Column | None) -> Su
     return {group: dict(values) for group, values in sums.items()}
 
 
+def join_server(client: DataFrame, server: DataFrame, key: Column | None = None) -> DataFrame:
+    """Each classified client request beside the server record of the same request,
+    matched on ``transforms.REQUEST_KEYS`` or, when given, on ``key``
+    (``transforms.packed_key``), with the run, operation, outcome and ``PARTS``.
+
+    Only what the sums need crosses the shuffle: each part travels as one column.
+    """
+    keys: list[str | Column] = [*transforms.REQUEST_KEYS] if key is None else [key.alias("_key")]
+    on = list(transforms.REQUEST_KEYS) if key is None else ["_key"]
+    server_side = server.select(*keys, *_parts(SERVER_PARTS))
+    client_side = client.select(
+        *keys,
+        *(["run_id"] if key is not None else []),
+        "operation",
+        "outcome",
+        *_parts(CLIENT_PARTS),
+    )
+    # Hash the server side of each shuffle partition rather than sort both sides:
+    # every key is unique, so sorting 2n rows only to pair them is wasted work.
+    joined = client_side.join(server_side.hint("shuffle_hash"), on=on, how="inner")
+    kept = [c for c in client_side.columns if c != "_key"]
+    return joined.select(*kept, *server_side.columns[len(on) :])
+
+
+def _identified(records: DataFrame) -> DataFrame:
+    """The records whose request key identifies one request (see ``ANONYMOUS``)."""
+    return records.where((sf.col("client_id") != ANONYMOUS) & sf.col("request_id").isNotNull())
+
+
+def _parts(parts: Mapping[str, tuple[str, ...]]) -> list[Column]:
+    """Each part as a column of its name."""
+    return [_part(fields).alias(name) for name, fields in parts.items()]
+
+
+def _part(fields: tuple[str, ...]) -> Column:
+    """A part of a record: the sum of its fields."""
+    first, *rest = (sf.col(name) for name in fields)
+    return sum(rest, first)
+
+
 def _fingerprint() -> list[Column]:
     """Two independent hash sums of a group's request ids."""
     request = sf.col("request_id")
@@ -80,11 +126,7 @@ def _fingerprint() -> list[Column]:
 
 
 def _sums(parts: Mapping[str, tuple[str, ...]]) -> list[Column]:
-    def part(fields: tuple[str, ...]) -> Column:
-        first, *rest = (sf.col(name) for name in fields)
-        return sum(rest, first)
-
-    return [sf.sum(part(fields)).alias(name) for name, fields in parts.items()]
+    return [sf.sum(_part(fields)).alias(name) for name, fields in parts.items()]
 
 
 def _client_groups(measured: DataFrame) -> DataFrame:
@@ -119,10 +161,16 @@ def _ranges(client_rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], t
     return found
 
 
-def _frame(spark: SparkSession, clients: Mapping[tuple[str, int], tuple[int, int]]) -> DataFrame:
-    rows = [(run, client, least, greatest) for (run, client), (least, greatest) in clients.items()]
+def _ranges_frame(
+    records: DataFrame, ranges: Mapping[tuple[str, int], tuple[int, int]]
+) -> DataFrame:
+    rows = [(run, client, least, greatest) for (run, client), (least, greatest) in ranges.items()]
     schema = "run_id string, client_id long, least long, greatest long"
-    return spark.createDataFrame(rows, schema)
+    return records.sparkSession.createDataFrame(rows, schema)
+
+
+def _clients_frame(records: DataFrame, clients: Iterable[tuple[str, int]]) -> DataFrame:
+    return records.sparkSession.createDataFrame(list(clients), "run_id string, client_id long")
 
 
 def _compare_clients(
@@ -150,12 +198,12 @@ def _joined_groups(
 ) -> list[dict[str, Any]]:
     """Per run, operation and outcome, the counts and sums of the given clients'
     requests that the row join matches."""
-    chosen = _frame(measured.sparkSession, dict.fromkeys(clients, (0, 0))).select(*CLIENT)
+    chosen = _clients_frame(measured, clients)
 
     def of_chosen(records: DataFrame) -> DataFrame:
         return records.join(sf.broadcast(chosen), on=list(CLIENT), how="left_semi")
 
-    joined = of_chosen(measured).transform(transforms.join_server, of_chosen(server), key)
+    joined = of_chosen(measured).transform(join_server, of_chosen(server), key)
     grouped = joined.groupBy("run_id", "operation", "outcome").agg(
         sf.count(sf.lit(1)).alias("n"),
         *[sf.sum(name).alias(name) for name in PARTS],

@@ -52,7 +52,8 @@ def count(
     histogram_sets[WINDOW] = ["run_id", WINDOW]
     # Two grains: what a request is (its groups) and when it ran (window and second).
     what = list(dict.fromkeys(k for keys in histogram_sets.values() for k in keys))
-    grains = [[k for k in what if k != WINDOW] + ["bucket"], ["run_id", WINDOW, SECOND, "bucket"]]
+    bucket = response.BUCKET
+    grains = [[k for k in what if k != WINDOW] + [bucket], ["run_id", WINDOW, SECOND, bucket]]
     plain = {SECOND: ["run_id", SECOND]}
     return response.request_histograms(keyed, histogram_sets, plain, grains)
 

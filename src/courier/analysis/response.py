@@ -17,6 +17,10 @@ from pyspark.sql import functions as sf
 
 from courier.analysis import histograms, stats
 
+BUCKET = "bucket"
+GRAIN = "_grain"
+SUMMED = (*stats.COUNT_COLUMNS, "n", "total_ns", "squares_ns")
+
 
 def request_histograms(
     df: DataFrame,
@@ -57,10 +61,6 @@ def request_histograms(
     return _named(grouped, sets, [*keys, BUCKET])
 
 
-BUCKET = "bucket"
-SUMMED = (*stats.COUNT_COLUMNS, "n", "total_ns", "squares_ns")
-
-
 def _named(grouped: DataFrame, sets: Mapping[str, Sequence[str]], keys: list[str]) -> DataFrame:
     names = stats.set_names(keys, sets)
     return grouped.select(names.alias("grouping_set"), *keys, *SUMMED)
@@ -76,7 +76,7 @@ def _regrouped(
     """``request_histograms`` in two aggregations: per grain, then per set of the
     grain rows; rows of a set regrouped from another grain's rows are dropped."""
     per_grain = bucketed.groupingSets(grains, *keys).agg(*counted, sf.grouping_id().alias(GRAIN))
-    grain_of = {name: next(g for g in grains if set(ks) <= set(g)) for name, ks in sets.items()}
+    grain_of = {name: _grain_holding(grains, name, ks) for name, ks in sets.items()}
     with_grain = {name: [*ks, GRAIN] for name, ks in sets.items()}
     grouped = per_grain.groupingSets(list(with_grain.values()), *keys, GRAIN).agg(
         *[sf.sum(column).alias(column) for column in SUMMED], sf.grouping_id().alias("_id")
@@ -88,7 +88,11 @@ def _regrouped(
     return _named(grouped.where(own), with_grain, [*keys, GRAIN]).drop(GRAIN)
 
 
-GRAIN = "_grain"
+def _grain_holding(grains: list[list[str]], name: str, keys: Sequence[str]) -> list[str]:
+    for grain in grains:
+        if set(keys) <= set(grain):
+            return grain
+    raise ValueError(f"no grain holds the keys of grouping set {name}: {list(keys)}")
 
 
 def finish_request_histograms(

@@ -15,8 +15,9 @@ SHUFFLE_PARTITIONS = 8
 JVM_OPTIONS = ("-XX:+UseParallelGC", "-XX:InlineSmallCode=1000", "-XX:FreqInlineSize=150")
 """A fresh JVM spends nearly as much CPU compiling (Spark's generated code, then
 the JIT) as running the first analysis; smaller inlining budgets cut that by a
-third, and the throughput collector pauses less than G1 for these short-lived
-rows. Measured in docs/measurements.md ("Pipeline speed")."""
+third, and the throughput collector costs less CPU than G1 for these short-lived
+rows. For the driver (the whole JVM in local mode) and a cluster's executors.
+Measured in docs/measurements.md ("Pipeline speed")."""
 
 # Without a log4j2 file Spark logs INFO lines and prints a "default log level"
 # banner before the session exists; the banner stays away only while the root

@@ -149,39 +149,6 @@ def run_id_of(run_ids: Sequence[str], index: str = "run") -> Column:
     return name
 
 
-def join_server(client: DataFrame, server: DataFrame, key: Column | None = None) -> DataFrame:
-    """Each classified client request beside the server record of the same request,
-    matched on ``REQUEST_KEYS`` or, when given, on ``key`` (``packed_key``).
-
-    Only what the component breakdown needs crosses the shuffle: the two codec times
-    of each side travel as their sum.
-    """
-    keys: list[str | Column] = list(REQUEST_KEYS) if key is None else [key.alias("_key")]
-    on = list(REQUEST_KEYS) if key is None else ["_key"]
-    server_side = server.select(
-        *keys,
-        "queued_ns",
-        "pool_wait_ns",
-        "db_round_trip_ns",
-        "db_exec_ns",
-        (sf.col("deserialize_ns") + sf.col("serialize_ns")).alias("server_codec_ns"),
-        "total_ns",
-    )
-    client_side = client.select(
-        *keys,
-        *(["run_id"] if key is not None else []),
-        "operation",
-        "outcome",
-        "response_ns",
-        (sf.col("serialize_ns") + sf.col("deserialize_ns")).alias("client_codec_ns"),
-    )
-    # Hash the server side of each shuffle partition rather than sort both sides:
-    # every key is unique, so sorting 2n rows only to pair them is wasted work.
-    joined = client_side.join(server_side.hint("shuffle_hash"), on=on, how="inner")
-    kept = [c for c in client_side.columns if c != "_key"]
-    return joined.select(*kept, *server_side.columns[len(on) :])
-
-
 def total_queue_depth(depths: DataFrame) -> DataFrame:
     """Messages in all queues together at each sample instant of each run."""
     totals = depths.groupBy("run_id", "ts_ns").agg(sf.sum("messages").alias("messages"))
