@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from courier import models, protocol
 from courier.client import measurement_hook
+from courier.protocol import names
 
 SENT_AT = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
 
@@ -30,9 +31,9 @@ def test_a_read_carries_the_id_it_read_and_other_replies_none() -> None:
         (3,),
     )
     assert measurement_hook.message_ids(protocol.Ping(), protocol.Done()) == ((), ())
-    assert measurement_hook.operation_name(read, "read") == "pop"
+    assert names.operation_name(read, "read") == "pop"
     peek = protocol.Read(3, None, models.Order.PRIORITY, pop=False)
-    assert measurement_hook.operation_name(peek, "read") == "peek"
+    assert names.operation_name(peek, "read") == "peek"
 
 
 @dataclass(frozen=True)

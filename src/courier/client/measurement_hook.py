@@ -127,13 +127,6 @@ def _batch_ids(request: protocol.Request, reply: protocol.Reply) -> tuple[Ids, I
     return NO_IDS
 
 
-def operation_name(request: protocol.Request, opcode_name: str) -> str:
-    """``pop`` or ``peek`` for a READ (whether it took the message), else the opcode's."""
-    if type(request) is protocol.Read:
-        return "pop" if request.pop else "peek"
-    return opcode_name
-
-
 def local_status(exc: errors.CourierError) -> str:
     """The status of a call that ended without a reply."""
     if isinstance(exc, errors.ConnectionLost):

@@ -367,7 +367,7 @@ class Session:
 
 
 def _operation(request: protocol.Request) -> str:
-    return measurement_hook.operation_name(request, _OPERATIONS[type(request)])
+    return names.operation_name(request, _OPERATIONS[type(request)])
 
 
 def _online_message(server: str, who: str | int | None) -> str:

@@ -66,7 +66,7 @@ FIELDS: dict[str, tuple[Field, ...]] = {
         Field("instance", pa.string(), "middleware instance name (host:port)"),
         Field("client_id", pa.int64(), "Courier client id (0 before login)"),
         Field("request_id", pa.int64(), "request id from the frame header"),
-        Field("operation", pa.string(), "operation name"),
+        Field("operation", pa.string(), "operation name, as the client names it"),
         Field("status", pa.string(), "response status name"),
         Field("receive_ns", pa.int64(), "instant the whole frame had arrived"),
         Field("queued_ns", pa.int64(), "frame arrival to handler start"),

@@ -11,6 +11,7 @@ nanoseconds, ``Opcode(code).name.lower()`` a few microseconds.
 from __future__ import annotations
 
 from courier import errors
+from courier.protocol import frames
 from courier.protocol.constants import Opcode
 
 _CODES = range(256)
@@ -22,3 +23,12 @@ OPERATIONS: list[str] = [_OPCODES.get(code, f"0x{code:02x}") for code in _CODES]
 
 STATUSES: list[str] = [_STATUSES.get(code, f"STATUS_{code}") for code in _CODES]
 """Status name by status code, e.g. ``OK``, ``QUEUE_EMPTY``."""
+
+
+def operation_name(request: object, opcode_name: str) -> str:
+    """The operation a record names a request by: ``pop`` or ``peek`` for a READ
+    (whether it takes the message), else its opcode's name. Client and middleware
+    records name a request alike, so the two can be compared operation by operation."""
+    if type(request) is frames.Read:
+        return "pop" if request.pop else "peek"
+    return opcode_name

@@ -268,6 +268,7 @@ class Connection:
         timing = backend.Timing() if self._recorder is not None else None
         parsed_ns = started_ns
         left = request.session  # the session the request leaves
+        parsed: object = None
         try:
             parsed = protocol.parse(raw)
             parsed_ns = time.perf_counter_ns()
@@ -291,9 +292,9 @@ class Connection:
             code = sent.status if type(sent) is frames.ErrorReply else 0
             self._metrics.answered(raw.opcode, code, (written_ns - request.arrived_ns) / 1e9)
         if self._recorder is not None and raw.request_id != constants.PROBE_REQUEST_ID:
-            self._record(
-                request, left, sent, timing, (started_ns, parsed_ns, encode_ns, written_ns)
-            )
+            operation = names.operation_name(parsed, names.OPERATIONS[raw.opcode])
+            instants = (started_ns, parsed_ns, encode_ns, written_ns)
+            self._record(request, left, operation, sent, timing, instants)
 
     def _check_waits(self, opcode: int) -> None:
         """A waiting request beyond the connection's limit is refused (it is counted
@@ -359,6 +360,7 @@ class Connection:
         self,
         request: Incoming,
         left: session.Session,
+        operation: str,
         sent: frames.Reply,
         timing: backend.Timing | None,
         instants: tuple[int, int, int, int],
@@ -373,7 +375,7 @@ class Connection:
         row: measurement_hook.RequestRow = (
             client.id if client is not None else 0,
             raw.request_id,
-            names.OPERATIONS[raw.opcode],
+            operation,
             status,
             request.wall_ns,  # receive_ns
             started_ns - arrived_ns,  # queued_ns

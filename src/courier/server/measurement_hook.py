@@ -21,7 +21,7 @@ class RequestRecord(NamedTuple):
 
     client_id: int  # 0 before login
     request_id: int
-    operation: str  # lowercase opcode name, e.g. "send"
+    operation: str  # names.operation_name: "send", "pop" (a READ that took), ...
     status: str  # name of the status sent, e.g. "OK", "QUEUE_EMPTY"
     receive_ns: int  # wall-clock instant the whole frame had arrived
     queued_ns: int  # arrival to handler start

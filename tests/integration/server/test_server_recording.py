@@ -57,7 +57,7 @@ async def test_one_record_per_request_with_consistent_times(
         (3, "register", "OK", 0),
         (4, "login", "OK", me.id),
         (5, "create_queue", "OK", me.id),
-        (6, "read", "QUEUE_EMPTY", me.id),
+        (6, "pop", "QUEUE_EMPTY", me.id),
     ]
     for record in records:
         assert before <= record.receive_ns <= after
