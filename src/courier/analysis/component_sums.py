@@ -10,8 +10,9 @@ ids, so a client whose requests differ in any way (a request without a server
 record, a server record of an unmeasured request, an outcome the two sides
 disagree on) fails the check, up to a collision of the two hash sums' 63 bits
 (32 and 31: narrow enough that no sum overflows). Only those clients' records
-are joined row by row. A run where every client checks out needs two scans and no shuffle
-join, which is what keeps the breakdown cheap at tens of millions of records.
+are joined row by row. A run where every client checks out needs two scans and
+no shuffle join, which is what keeps the breakdown cheap at tens of millions of
+records.
 
 A request key is unique per run and side once its client has logged in; requests
 sent before login carry client id 0 (``ANONYMOUS``), whose keys repeat across

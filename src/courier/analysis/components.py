@@ -14,7 +14,16 @@ from collections.abc import Mapping
 
 from courier.analysis import component_sums, tables, transforms
 
-COMPONENT_COLUMNS = tuple(f"{name}_ms" for name in transforms.COMPONENTS)
+COMPONENTS = (
+    "queued",
+    "pool_wait",
+    "db_exec",
+    "db_rest",
+    "server_other",
+    "serialization",
+    "network",
+)
+COMPONENT_COLUMNS = tuple(f"{name}_ms" for name in COMPONENTS)
 COLUMNS = ("config", "operation", "requests", "response_ms", *COMPONENT_COLUMNS)
 
 
@@ -40,7 +49,7 @@ def component_ns(parts: Mapping[str, float]) -> dict[str, float]:
         "serialization": parts["client_codec_ns"] + parts["server_codec_ns"],
         "network": parts["response_ns"] - parts["total_ns"] - parts["client_codec_ns"],
     }
-    return {name: found[name] for name in transforms.COMPONENTS}
+    return {name: found[name] for name in COMPONENTS}
 
 
 def pool_by_config(sums: component_sums.Sums, configs: Mapping[str, str]) -> tables.Table:

@@ -28,15 +28,6 @@ NS_PER_S = 1e9
 
 CLIENT_COLUMNS = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS].fieldNames()
 CLASSIFIED_COLUMNS = [*CLIENT_COLUMNS, "outcome", "latency_ms"]
-COMPONENTS = (
-    "queued",
-    "pool_wait",
-    "db_exec",
-    "db_rest",
-    "server_other",
-    "serialization",
-    "network",
-)
 
 
 def millis(column: str) -> Column:
