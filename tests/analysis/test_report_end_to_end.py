@@ -110,6 +110,17 @@ def test_every_figure_exists_in_png_and_svg_and_is_referenced(
         assert f"]({src})" in (summary.report_dir / "report.md").read_text()
 
 
+def test_log_axes_are_labelled_in_plain_numbers(summary: pipeline.Summary) -> None:
+    """The response-time CDF's log axis reads 0.5, 1, 2 (text in the SVG), never a
+    scientific 5 x 10^-1, whose labels overlapped on the narrow axes."""
+    svg = (summary.report_dir / "plots" / "latency_cdf.svg").read_text()
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    assert "response time (ms, log scale)" in labels
+    numbers = [label for label in labels if re.fullmatch(r"[0-9.]+", label)]
+    assert len(numbers) >= 6, labels
+    assert not [label for label in labels if "$" in label or "\u00d7" in label or "^" in label]
+
+
 def test_every_table_is_written_as_parquet_and_csv(summary: pipeline.Summary) -> None:
     html = (summary.report_dir / "index.html").read_text()
     names = set(re.findall(r'href="tables/([^"]+)\.csv"', html))

@@ -18,7 +18,9 @@ import matplotlib
 matplotlib.use("Agg")
 
 import numpy as np
+from matplotlib import ticker
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.figure import Figure
 
 from courier.analysis import components, factorial, histograms, tables, traces, trimming
@@ -40,8 +42,11 @@ def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
     engine = figure.get_layout_engine()
     figure.set_layout_engine("none")
     try:
-        for path in paths:
-            figure.savefig(path, dpi=DPI, bbox_inches=box)
+        # Text stays text in the SVGs: searchable, editable and quicker than glyph
+        # outlines; a viewer without DejaVu Sans shows another sans-serif font.
+        with matplotlib.rc_context({"svg.fonttype": "none"}):
+            for path in paths:
+                figure.savefig(path, dpi=DPI, bbox_inches=box)
     finally:
         figure.set_layout_engine(engine)
     return paths
@@ -89,6 +94,20 @@ class Saver:
         _, status = os.waitpid(pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             save(*job)
+
+
+class _PlainLogFormatter(ticker.LogFormatter):
+    """The log formatter's choice of ticks to label, printed plainly: 0.2, 1, 50."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return f"{x:g}" if super().__call__(x, pos) else ""
+
+
+def _plain_log_labels(axis: Axis) -> None:
+    """Label a log axis 0.2, 1, 50 rather than 2 x 10^-1: the scientific labels are wide
+    enough to overlap on a narrow axis, and laying out their mathtext is slow."""
+    axis.set_major_formatter(_PlainLogFormatter())
+    axis.set_minor_formatter(_PlainLogFormatter(labelOnlyBase=False))
 
 
 def _shade_trimmed(axes: Sequence[Axes], bounds: trimming.Bounds) -> None:
@@ -265,6 +284,7 @@ def latency_cdfs(rows: list[dict[str, Any]], configs: dict[str, str]) -> Figure:
             ys = np.cumsum([buckets[b] for b in ordered]) / total
             ax.step(histograms.bucket_value(np.array(ordered)), ys, where="post", label=config)
         ax.set_xscale("log")
+        _plain_log_labels(ax.xaxis)
         ax.set_ylim(0, 1.02)
         ax.set_title(operation)
         ax.grid(True, alpha=0.3)
@@ -329,6 +349,7 @@ def delivery_levels(table: tables.Table, factor: str) -> Figure:
             alpha=0.2,
         )  # fmt: skip
     ax.set_yscale("log")
+    _plain_log_labels(ax.yaxis)
     ax.set_xlabel(factor)
     ax.set_ylabel("delivery time (ms, log scale)")
     ax.legend(loc="upper left")

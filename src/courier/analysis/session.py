@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from courier.analysis import class_archive
 
 DEFAULT_MASTER = "local[*]"
 DEFAULT_DRIVER_MEMORY = "2g"
@@ -49,9 +51,20 @@ def create(
     *,
     app_name: str = "courier-analysis",
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
+    extra_driver_options: Sequence[str] = (),
 ) -> SparkSession:
-    """Start (or join) a Spark session configured for small aggregate-heavy jobs."""
-    options = " ".join((f"-Dlog4j2.configurationFile=file:{_log_config()}", *JVM_OPTIONS))
+    """Start (or join) a Spark session configured for small aggregate-heavy jobs.
+
+    The driver maps the class archive ``make`` built for this install, if there is
+    one (``courier.analysis.class_archive``).
+    """
+    options = " ".join(
+        (
+            f"-Dlog4j2.configurationFile=file:{_log_config()}",
+            *JVM_OPTIONS,
+            *(extra_driver_options or class_archive.driver_options(JVM_OPTIONS)),
+        )
+    )
     spark = (
         SparkSession.builder.master(master)
         .appName(app_name)
