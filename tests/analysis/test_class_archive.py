@@ -47,7 +47,28 @@ def test_a_session_is_offered_only_an_archive_that_exists(
     path = class_archive.path_for(session.JVM_OPTIONS)
     assert path is not None and path.parent == tmp_path
     path.write_bytes(b"archive")
-    assert class_archive.driver_options(session.JVM_OPTIONS) == (f"-XX:SharedArchiveFile={path}",)
+    options = class_archive.driver_options(session.JVM_OPTIONS)
+    assert options[0] == f"-XX:SharedArchiveFile={path}"
+    assert set(options[1:]) == set(class_archive.QUIET)
+
+
+def test_a_new_archive_replaces_those_of_earlier_installs(tmp_path: Path) -> None:
+    kept = tmp_path / "spark-classes-new.jsa"
+    for name in ("spark-classes-old.jsa", "spark-classes-new.jsa", "notes.txt"):
+        (tmp_path / name).write_bytes(b"x")
+    assert class_archive.remove_others(kept) == [tmp_path / "spark-classes-old.jsa"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "spark-classes-new.jsa"]
+
+
+def test_a_build_needs_a_process_without_a_driver_jvm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive is written by the JVM the build starts; a process that already
+    has one would silently analyse in it and write nothing."""
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "1")
+    with pytest.raises(class_archive.ArchiveError, match="already has a Spark driver JVM"):
+        class_archive.build(session.JVM_OPTIONS, tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +78,9 @@ def archive() -> Path:
     assert path is not None, "the suite needs Java"
     if not path.is_file():
         command = [sys.executable, "-m", "courier.analysis.class_archive"]
-        subprocess.run(command, check=True, capture_output=True, timeout=900)
+        built = subprocess.run(command, capture_output=True, text=True, timeout=900)
+        if built.returncode != 0:
+            pytest.fail(f"the class archive was not built:\n{built.stderr[-4000:]}")
     return path
 
 
@@ -74,9 +97,11 @@ spark.stop()
 def test_a_fresh_session_maps_the_built_archive_and_a_truncated_one_is_refused(
     archive: Path, tmp_path: Path
 ) -> None:
-    started = subprocess.run(
-        [sys.executable, "-c", FRESH_DRIVER], capture_output=True, text=True, timeout=300
-    )
+    started = subprocess.run(  # in tmp_path: a JVM that crashes leaves its log there
+        [sys.executable, "-c", FRESH_DRIVER],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr[-4000:]
     arguments, command = json.loads(started.stdout.strip().splitlines()[-1])
     assert f"-XX:SharedArchiveFile={archive}" in arguments
     assert not any("SharedArchiveFile" in part for part in command)

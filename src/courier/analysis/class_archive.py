@@ -26,19 +26,21 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import pyspark
+from pyspark.find_spark_home import _find_spark_home
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DIRECTORY = Path(sys.prefix) / "share" / "courier"
+PATTERN = "spark-classes-*.jsa"
 BUILD_REQUESTS = 20_000
 """Enough to run every step of the pipeline, so that every class it needs is loaded."""
 EXIT_TIMEOUT_S = 600.0
-QUIET_DUMP = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
-"""The dump warns of every class it leaves out (signed jars, old class files)."""
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
+"""The dump warns of every class it leaves out (signed jars, old class files), and a
+JVM that cannot use an archive says so on stdout; either way it goes on without."""
 _ARCHIVE_OPTIONS = ("-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile=")
 
 
@@ -47,23 +49,28 @@ class ArchiveError(RuntimeError):
 
 
 def java_home() -> Path | None:
-    """The JDK spark-submit will start: $JAVA_HOME's, else the one on PATH."""
+    """The JDK spark-submit will start ($JAVA_HOME's, else the one on PATH), if its
+    JVM library is where an archive's key can see it."""
     home = os.environ.get("JAVA_HOME")
     java = Path(home) / "bin" / "java" if home else shutil.which("java")
     if java is None or not Path(java).is_file():
         return None
-    return Path(java).resolve().parent.parent
+    found = Path(java).resolve().parent.parent
+    return found if _libjvm(found).is_file() else None
+
+
+def _libjvm(home: Path) -> Path:
+    return home / "lib" / "server" / "libjvm.so"
 
 
 def key(jvm_options: Sequence[str], home: Path, spark_home: Path) -> str:
-    """What an archive depends on: the JVM build, the jars (the class path) and options."""
+    """What an archive depends on: the JVM build, the jars in class-path order (the
+    launcher expands ``jars/*`` in directory order) and the options."""
     digest = hashlib.sha256()
-    for path in (
-        home / "lib" / "server" / "libjvm.so",
-        *sorted((spark_home / "jars").glob("*.jar")),
-    ):
-        stat = path.stat() if path.is_file() else None
-        digest.update(f"{path}:{stat and stat.st_size}:{stat and stat.st_mtime_ns}\n".encode())
+    jars = [spark_home / "jars" / name for name in os.listdir(spark_home / "jars")]
+    for path in (_libjvm(home), *(jar for jar in jars if jar.suffix == ".jar")):
+        stat = path.stat()
+        digest.update(f"{path}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
     digest.update("\n".join(jvm_options).encode())
     return digest.hexdigest()[:16]
 
@@ -73,14 +80,16 @@ def path_for(jvm_options: Sequence[str], directory: Path | None = None) -> Path 
     home = java_home()
     if home is None:
         return None
-    spark_home = Path(pyspark.__file__).parent
+    spark_home = Path(_find_spark_home())
     return (directory or DIRECTORY) / f"spark-classes-{key(jvm_options, home, spark_home)}.jsa"
 
 
 def driver_options(jvm_options: Sequence[str]) -> tuple[str, ...]:
-    """The option that maps the archive, when one was built for this install."""
+    """The options that map the archive, when one was built for this install."""
     path = path_for(jvm_options)
-    return (f"-XX:SharedArchiveFile={path}",) if path is not None and path.is_file() else ()
+    if path is None or not path.is_file():
+        return ()
+    return (f"-XX:SharedArchiveFile={path}", *QUIET)
 
 
 def maps(archive: Path, java_command: Sequence[str]) -> bool:
@@ -94,64 +103,83 @@ def maps(archive: Path, java_command: Sequence[str]) -> bool:
 
 
 def build(jvm_options: Sequence[str], directory: Path | None = None) -> Path:
-    """Build and check the archive for these driver options; returns its path.
+    """Build and check the archive for these driver options; returns its path, and
+    removes the archives of earlier installs.
 
-    Must run in a process with no Spark session yet: the archive is written by the
-    JVM this call starts, as it exits.
+    Must run in a process that has never had a Spark session: the archive is
+    written by the JVM this call starts, as it exits.
     """
     target = path_for(jvm_options, directory)
     if target is None:
         raise ArchiveError("no Java found: set JAVA_HOME or put java on PATH")
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(f".{os.getpid()}.partial")
-    try:
+    with tempfile.TemporaryDirectory(prefix=".building-", dir=target.parent) as building:
+        partial = Path(building) / target.name
         java_command = _run_pipeline_and_exit(partial)
         if not partial.is_file() or not maps(partial, java_command):
             raise ArchiveError(f"the JVM wrote no archive that it can map ({partial})")
         partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
+    remove_others(target)
     return target
+
+
+def remove_others(kept: Path) -> list[Path]:
+    """Remove the archives of earlier installs beside ``kept`` (180 MB each)."""
+    removed = [older for older in kept.parent.glob(PATTERN) if older != kept]
+    for older in removed:
+        older.unlink(missing_ok=True)
+    return removed
+
+
+def _driver_jvm(spark: SparkSession) -> Any:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None, "the session has no driver JVM"
+    return jvm
 
 
 def driver_arguments(spark: SparkSession) -> list[str]:
     """The options the running driver JVM was started with."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    runtime = jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+    runtime = _driver_jvm(spark).java.lang.management.ManagementFactory.getRuntimeMXBean()
     return [str(argument) for argument in runtime.getInputArguments()]
 
 
 def java_command(spark: SparkSession) -> list[str]:
     """The running driver JVM's java, options and class path, less any archive option."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    java = Path(str(jvm.System.getProperty("java.home"))) / "bin" / "java"
+    system = _driver_jvm(spark).System
+    java = Path(str(system.getProperty("java.home"))) / "bin" / "java"
     options = [o for o in driver_arguments(spark) if not o.startswith(_ARCHIVE_OPTIONS)]
-    return [str(java), *options, "-cp", str(jvm.System.getProperty("java.class.path"))]
+    return [str(java), *options, "-cp", str(system.getProperty("java.class.path"))]
 
 
 def _run_pipeline_and_exit(archive: Path) -> list[str]:
     """Analyse a small generated experiment in a fresh JVM that dumps its classes to
-    ``archive`` at exit; returns that JVM's command line, to check the archive with."""
+    ``archive`` at exit; returns that JVM's command line, to check the archive with.
+    On any failure the JVM is killed, so that it writes nothing."""
+    from pyspark import SparkContext
+
     from courier.analysis import pipeline, session, synthetic
 
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        raise ArchiveError("this process already has a Spark driver JVM; build in a new one")
     with tempfile.TemporaryDirectory(prefix="courier-class-archive-") as scratch:
         experiment = synthetic.write_experiment(
             Path(scratch) / "experiment", requests_per_run=BUILD_REQUESTS // 2
         )
-        dump = (f"-XX:ArchiveClassesAtExit={archive}", *QUIET_DUMP)
-        spark = session.create("local[2]", extra_driver_options=dump)
-        command = java_command(spark)
-        gateway = spark.sparkContext._gateway
-        pipeline.run(experiment, spark=spark, out=Path(scratch) / "report")
-        spark.stop()
-        # The driver JVM exits (and writes the archive) when its stdin closes.
-        process = getattr(gateway, "proc", None)
+        dump = (f"-XX:ArchiveClassesAtExit={archive}", *QUIET)
+        spark = session.create("local[2]", driver_options=dump, map_class_archive=False)
+        process = getattr(spark.sparkContext._gateway, "proc", None)
         if process is None or process.stdin is None:
             raise ArchiveError("the Spark driver JVM was not started by this process")
-        process.stdin.close()
-        process.wait(timeout=EXIT_TIMEOUT_S)
+        try:
+            command = java_command(spark)
+            pipeline.run(experiment, spark=spark, out=Path(scratch) / "report")
+            spark.stop()
+            process.stdin.close()  # the driver JVM exits, writing the archive, at EOF
+            process.wait(timeout=EXIT_TIMEOUT_S)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
     return command
 
 
@@ -172,8 +200,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     began = time.perf_counter()
     try:
         built = build(session.JVM_OPTIONS, args.directory)
-    except (ArchiveError, subprocess.SubprocessError) as error:
-        print(f"class archive: {error}", file=sys.stderr)
+    except Exception as error:  # only a speed-up: say why, and let everything run without
+        print(f"class archive: not built ({type(error).__name__}: {error})", file=sys.stderr)
         return 1
     size_mb = built.stat().st_size / 1e6
     print(f"class archive: {built} ({size_mb:.0f} MB, {time.perf_counter() - began:.0f} s)")

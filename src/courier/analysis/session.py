@@ -51,18 +51,22 @@ def create(
     *,
     app_name: str = "courier-analysis",
     driver_memory: str = DEFAULT_DRIVER_MEMORY,
-    extra_driver_options: Sequence[str] = (),
+    driver_options: Sequence[str] = (),
+    map_class_archive: bool = True,
 ) -> SparkSession:
     """Start (or join) a Spark session configured for small aggregate-heavy jobs.
 
-    The driver maps the class archive ``make`` built for this install, if there is
-    one (``courier.analysis.class_archive``).
+    ``driver_options`` go to the driver JVM after ``JVM_OPTIONS``. The driver maps
+    the class archive ``make`` built for this install, if there is one and
+    ``map_class_archive`` (``courier.analysis.class_archive``).
     """
+    archive = class_archive.driver_options(JVM_OPTIONS) if map_class_archive else ()
     options = " ".join(
         (
             f"-Dlog4j2.configurationFile=file:{_log_config()}",
             *JVM_OPTIONS,
-            *(extra_driver_options or class_archive.driver_options(JVM_OPTIONS)),
+            *archive,
+            *driver_options,
         )
     )
     spark = (
