@@ -31,22 +31,22 @@ TRIMMED_COLOUR = "0.85"
 
 
 def save(figure: Figure, directory: Path, stem: str) -> list[Path]:
-    """Write the figure in every format; returns the paths (PNG first)."""
+    """Write the figure in every format; returns the paths (PNG first).
+
+    Every figure has constrained layout, which fits it to its size, so it is saved
+    whole rather than cropped to a tight box (finding that box draws it once more).
+    The first format's drawing lays it out; the others keep that layout.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     paths = [directory / f"{stem}.{fmt}" for fmt in FORMATS]
-    # Lay the figure out and find its tight box once, then save every format with the
-    # layout fixed: savefig would otherwise lay it out again for each format.
-    figure.set_dpi(DPI)
-    figure.draw_without_rendering()
-    box = figure.get_tightbbox().padded(matplotlib.rcParams["savefig.pad_inches"])
     engine = figure.get_layout_engine()
-    figure.set_layout_engine("none")
     try:
         # Text stays text in the SVGs: searchable, editable and quicker than glyph
         # outlines; a viewer without DejaVu Sans shows another sans-serif font.
         with matplotlib.rc_context({"svg.fonttype": "none"}):
             for path in paths:
-                figure.savefig(path, dpi=DPI, bbox_inches=box)
+                figure.savefig(path, dpi=DPI)
+                figure.set_layout_engine("none")
     finally:
         figure.set_layout_engine(engine)
     return paths
