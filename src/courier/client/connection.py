@@ -104,7 +104,8 @@ class Connection:
         future: asyncio.Future[Arrival] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
         try:
-            self._send(frame)
+            if not self._send(frame):
+                raise self._lost()
             async with asyncio.timeout(timeout):
                 await self._drain()
                 return await future
@@ -133,9 +134,22 @@ class Connection:
             if self._lost_reason is None and loop.time() - self._last_sent >= interval:
                 self._send(ping())
 
-    def _send(self, frame: bytes) -> None:
-        self._writer.write(frame)
+    def _send(self, frame: bytes) -> bool:
+        """Write a frame; False, and the connection lost, if its transport is closed.
+
+        A transport can close (a reset seen by a write) before the reader meets the
+        end of the stream; uvloop then raises RuntimeError on a write, asyncio drops it.
+        """
+        if self._writer.is_closing():
+            self._lose("the connection was closed")
+            return False
+        try:
+            self._writer.write(frame)
+        except RuntimeError:  # uvloop: "the handler is closed"
+            self._lose("the connection was closed")
+            return False
         self._last_sent = asyncio.get_running_loop().time()
+        return True
 
     def abandon(self, request_id: int, late_reply: Callable[[protocol.Reply], None]) -> None:
         """Nobody waits for ``request_id`` any more; should its reply still come, it goes
