@@ -141,8 +141,7 @@ async def test_the_exporter_reports_queue_depths(server: ServerProcess, exporter
             await client.send("depth-q", f"m{n}")
         leased = await client.receive("depth-q", timeout=5, lease=60)
         assert leased is not None
-        samples = await until_reported(exporter, "depth-q", 6)
-    assert value(samples, "courier_queue_leased_messages", queue="depth-q") == 1
+        samples = await until_reported(exporter, "depth-q", 6, leased=1)
     assert value(samples, "courier_queue_messages", queue="empty-q") == 0
     age = value(samples, "courier_queue_oldest_message_age_seconds", queue="depth-q")
     assert age is not None and 0 <= age < 60
@@ -153,17 +152,22 @@ async def test_the_exporter_reports_queue_depths(server: ServerProcess, exporter
 
 
 async def until_reported(
-    port: int, queue: str, depth: int
+    port: int, queue: str, depth: int, leased: int = 0
 ) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Scrape until the queue shows ``depth`` visible messages (the exporter reads
-    the database every 0.2 s, and starts up first)."""
+    """Scrape until the queue shows ``depth`` visible and ``leased`` leased messages.
+
+    The exporter reads the database every 0.2 s (and starts up first), so a scrape
+    can show an earlier state: after six of seven sends, six visible and none
+    leased, just like after the seventh send and a lease."""
     deadline = time.monotonic() + 20
     while True:
         try:
             samples = await asyncio.to_thread(scrape, port)
         except httpx.TransportError:
             samples = {}
-        if value(samples, "courier_queue_messages", queue=queue) == depth:
+        if value(samples, "courier_queue_messages", queue=queue) == depth and (
+            value(samples, "courier_queue_leased_messages", queue=queue) == leased
+        ):
             return samples
         assert time.monotonic() < deadline, samples
         await asyncio.sleep(0.1)
