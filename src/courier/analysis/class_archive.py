@@ -42,6 +42,7 @@ QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 """The dump warns of every class it leaves out (signed jars, old class files), and a
 JVM that cannot use an archive says so on stdout; either way it goes on without."""
 _ARCHIVE_OPTIONS = ("-XX:ArchiveClassesAtExit=", "-XX:SharedArchiveFile=")
+NO_JAVA = "no Java found: set JAVA_HOME or put java on PATH"
 
 
 class ArchiveError(RuntimeError):
@@ -111,7 +112,7 @@ def build(jvm_options: Sequence[str], directory: Path | None = None) -> Path:
     """
     target = path_for(jvm_options, directory)
     if target is None:
-        raise ArchiveError("no Java found: set JAVA_HOME or put java on PATH")
+        raise ArchiveError(NO_JAVA)
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".building-", dir=target.parent) as building:
         partial = Path(building) / target.name
@@ -192,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     existing = path_for(session.JVM_OPTIONS, args.directory)
     if existing is None:
-        print("class archive: no Java found, nothing built", file=sys.stderr)
+        print(f"class archive: not built ({NO_JAVA})", file=sys.stderr)
         return 1
     if existing.is_file() and not args.force:
         print(f"class archive: {existing} (already built)")

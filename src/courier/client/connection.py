@@ -140,16 +140,15 @@ class Connection:
         A transport can close (a reset seen by a write) before the reader meets the
         end of the stream; uvloop then raises RuntimeError on a write, asyncio drops it.
         """
-        if self._writer.is_closing():
-            self._lose("the connection was closed")
-            return False
         try:
-            self._writer.write(frame)
+            if not self._writer.is_closing():
+                self._writer.write(frame)
+                self._last_sent = asyncio.get_running_loop().time()
+                return True
         except RuntimeError:  # uvloop: "the handler is closed"
-            self._lose("the connection was closed")
-            return False
-        self._last_sent = asyncio.get_running_loop().time()
-        return True
+            pass
+        self._lose("the connection was closed")
+        return False
 
     def abandon(self, request_id: int, late_reply: Callable[[protocol.Reply], None]) -> None:
         """Nobody waits for ``request_id`` any more; should its reply still come, it goes
