@@ -227,3 +227,75 @@ def test_a_generated_experiment_pairs_like_a_plain_python_pairing(
     assert found.levels is not None
     levels = {row["level"]: row for row in found.levels.records()}
     assert levels["1"]["n"] == found.runs["r000"]["n"]
+
+
+def random_timed_rows(count: int) -> list[tuple[Any, ...]]:
+    """Messages of two runs and three queues, in every fate, with random times."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for _ in range(count):
+        fate = str(rng.choice([delivery.DELIVERED, delivery.BACKLOG, delivery.UNSENT,
+                               delivery.OUTSIDE]))  # fmt: skip
+        delivered = fate == delivery.DELIVERED
+        delivery_ns = int(rng.lognormal(np.log(800.0), 1.5) * MS) if delivered else None
+        waited_ms = float(rng.uniform(0, 9_000)) if fate == delivery.BACKLOG else None
+        rows.append((str(rng.choice(["r1", "r2"])), int(rng.integers(1, 4)),
+                     int(rng.integers(1, 3)), int(rng.integers(0, 3)), fate, delivery_ns,
+                     waited_ms))  # fmt: skip
+    return rows
+
+
+def empty_cell() -> dict[str, Any]:
+    return {"messages": 0, "n": 0, "total_ns": 0, "squares_ns": 0, "on_time": 0, "late": 0,
+            "waits": []}  # fmt: skip
+
+
+def reference_aggregate(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
+    """``delivery.aggregate``'s figures per grouping set, group and fate, in plain Python."""
+    columns = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for values in rows:
+        row = dict(zip(columns, values, strict=True))
+        for name, keys in KEY_SETS.items():
+            key = (name, *(row[k] for k in keys), row["fate"])
+            cell = found.setdefault(key, empty_cell())
+            cell["messages"] += 1
+            if row["delivery_ns"] is not None:
+                cell["n"] += 1
+                cell["total_ns"] += row["delivery_ns"]
+                cell["squares_ns"] += row["delivery_ns"] ** 2
+                cell["on_time"] += row["delivery_ns"] <= 5_000 * MS
+            if row["waited_ms"] is not None:
+                cell["waits"].append(row["waited_ms"])
+                cell["late"] += row["waited_ms"] > 5_000
+    return found
+
+
+def test_every_grouping_set_sums_its_messages_like_a_plain_python_sum(
+    spark: SparkSession,
+) -> None:
+    rows = random_timed_rows(3_000)
+    frame = spark.createDataFrame(
+        rows,
+        "run_id string, queue_id long, send_op int, receive_op int, fate string, "
+        "delivery_ns long, waited_ms double",
+    )
+    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for cell in tables.collect(frame.transform(delivery.aggregate, KEY_SETS)):
+        name = cell["grouping_set"]
+        key = (name, *(cell[k] for k in KEY_SETS[name]), cell["fate"])
+        into = found.setdefault(key, empty_cell())
+        for column in ("messages", "n", "on_time", "late"):
+            into[column] += cell[column]
+        into["total_ns"] += cell["total_ns"] or 0
+        into["squares_ns"] += int(cell["squares_ns"] or 0)
+        extremes = (cell["min_waited_ms"], cell["max_waited_ms"])
+        into["waits"] += [wait for wait in extremes if wait is not None]
+    expected = reference_aggregate(rows)
+    assert set(found) == set(expected)
+    for key, cell in expected.items():
+        waits = cell.pop("waits")
+        assert {k: v for k, v in found[key].items() if k != "waits"} == cell, key
+        extremes = (min(waits), max(waits)) if waits else (None, None)
+        got = found[key]["waits"]
+        assert (min(got, default=None), max(got, default=None)) == extremes, key

@@ -1,8 +1,8 @@
 """Delivery-time tables: per run, queue and operation pair, per factor level, backlog.
 
-One aggregation over the per-message rows (``delivery.timed``) gives the
-histograms of every grouping and the messages by fate. Factor levels merge the
-histograms of their runs on the driver.
+One aggregation over the per-message rows (``delivery.timed``), regrouped by
+each grouping set, gives the histograms of every grouping and the messages by
+fate. Factor levels merge the histograms of their runs on the driver.
 """
 
 from __future__ import annotations
