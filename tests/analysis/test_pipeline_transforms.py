@@ -193,3 +193,15 @@ def test_request_trace_windows(spark: SparkSession) -> None:
     p99 = [r["p99_ms"] for r in trace]
     assert p99[0] == pytest.approx(3.0, rel=HALF_BUCKET) and p99[1] is None
     assert p99[2] == pytest.approx(2.0, rel=HALF_BUCKET)
+
+
+def test_a_local_frame_keeps_its_rows_and_types(
+    spark: SparkSession,
+) -> None:
+    schema = pa.schema([("run_id", pa.string()), ("client_id", pa.int64())])
+    rows = [("r1", 7), ("r2", 2**40), ("r1", None)]
+    frame = tables.local_frame(spark, rows, schema)
+    assert frame.schema.simpleString() == "struct<run_id:string,client_id:bigint>"
+    assert [tuple(row) for row in frame.collect()] == rows
+    empty = tables.local_frame(spark, [], schema)
+    assert empty.columns == ["run_id", "client_id"] and empty.count() == 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from courier.analysis import delivery, histograms, inputs, io, stability, stats, tables, transforms
@@ -167,6 +168,9 @@ def _interaction(
     }  # fmt: skip
 
 
+QUEUE_FIELDS: list[tuple[str, pa.DataType]] = [("run_id", pa.string()), ("queue_id", pa.int64())]
+
+
 def _depth_regressions(
     prepared: inputs.Inputs, maps: Mapping[str, QueueMap]
 ) -> list[dict[str, Any]]:
@@ -174,9 +178,10 @@ def _depth_regressions(
     missing from a sample held no message then."""
     bounds = list(prepared.bounds.values())
     depths = prepared.frames[record_schema.QUEUE_DEPTHS].transform(transforms.trim, bounds, "ts_ns")
-    queues = prepared.spark.createDataFrame(
+    queues = tables.local_frame(
+        prepared.spark,
         [(run_id, queue) for run_id, found in maps.items() for queue in found],
-        "run_id string, queue_id long",
+        pa.schema(QUEUE_FIELDS),
     )
     instants = depths.select("run_id", "ts_ns").distinct()
     filled = (

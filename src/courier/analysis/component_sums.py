@@ -25,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
@@ -45,6 +46,7 @@ SERVER_PARTS = {
 """Each summed part of a record, as the sum of these fields of it."""
 PARTS = (*CLIENT_PARTS, *SERVER_PARTS)
 CLIENT = ("run_id", "client_id")
+CLIENT_FIELDS: list[tuple[str, pa.DataType]] = [("run_id", pa.string()), ("client_id", pa.int64())]
 ANONYMOUS = 0
 """The client id of requests recorded before login."""
 GROUP = ("run_id", "client_id", "operation", "outcome")
@@ -166,12 +168,12 @@ def _ranges_frame(
     records: DataFrame, ranges: Mapping[tuple[str, int], tuple[int, int]]
 ) -> DataFrame:
     rows = [(run, client, least, greatest) for (run, client), (least, greatest) in ranges.items()]
-    schema = "run_id string, client_id long, least long, greatest long"
-    return records.sparkSession.createDataFrame(rows, schema)
+    schema = pa.schema([*CLIENT_FIELDS, ("least", pa.int64()), ("greatest", pa.int64())])
+    return tables.local_frame(records.sparkSession, rows, schema)
 
 
 def _clients_frame(records: DataFrame, clients: Iterable[tuple[str, int]]) -> DataFrame:
-    return records.sparkSession.createDataFrame(list(clients), "run_id string, client_id long")
+    return tables.local_frame(records.sparkSession, clients, pa.schema(CLIENT_FIELDS))
 
 
 def _compare_clients(
