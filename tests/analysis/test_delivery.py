@@ -1,7 +1,8 @@
 """Delivery times: each send paired with the read that took its message.
 
 Checked on inline records with known answers, against numpy/scipy order statistics
-on raw samples, and on a generated experiment against a pure-Python pairing of its
+on raw samples, on random per-message rows against a pure-Python aggregation of every
+grouping set, and on a generated experiment against a pure-Python pairing of its
 record files.
 """
 
@@ -37,6 +38,11 @@ BOUNDS = [trimming.Bounds("r1", 0, 100 * S, 10 * S, 90 * S)]
 RUN_IDS = [b.run_id for b in BOUNDS]
 KEY_SETS = delivery_results.KEY_SETS
 HALF_BUCKET = math.sqrt(1 + histograms.RELATIVE_ERROR) - 1  # relative error of a bucket's value
+TIMED_SCHEMA = (
+    "run_id string, queue_id long, send_op int, receive_op int, fate string, "
+    "delivery_ns long, waited_ms double"
+)
+"""``delivery.timed``'s rows."""
 
 
 def request(
@@ -112,12 +118,7 @@ def histogram_frame(spark: SparkSession, values: np.ndarray) -> DataFrame:
     """Delivered messages with the given delivery times (ms, whole ns)."""
     codes = [delivery.OPERATIONS.index(name) for name in ("send", "pop")]
     rows = [("r1", 7, *codes, delivery.DELIVERED, round(v * MS), None) for v in values]
-    frame = spark.createDataFrame(
-        rows,
-        "run_id string, queue_id long, send_op int, receive_op int, fate string, "
-        "delivery_ns long, waited_ms double",
-    )
-    return frame
+    return spark.createDataFrame(rows, TIMED_SCHEMA)
 
 
 def histogram_of(spark: SparkSession, values: np.ndarray) -> histograms.Histogram:
@@ -230,72 +231,82 @@ def test_a_generated_experiment_pairs_like_a_plain_python_pairing(
 
 
 def random_timed_rows(count: int) -> list[tuple[Any, ...]]:
-    """Messages of two runs and three queues, in every fate, with random times."""
+    """Messages of two runs and three queues (or none), in every fate, with random times
+    where ``delivery.timed`` gives them: a delivery time to messages taken (outside the
+    measured interval too), a wait to those never taken, neither to unsent ones."""
     rng = np.random.default_rng(11)
+    fates = [delivery.DELIVERED, delivery.BACKLOG, delivery.UNSENT, delivery.OUTSIDE]
     rows = []
     for _ in range(count):
-        fate = str(rng.choice([delivery.DELIVERED, delivery.BACKLOG, delivery.UNSENT,
-                               delivery.OUTSIDE]))  # fmt: skip
-        delivered = fate == delivery.DELIVERED
-        delivery_ns = int(rng.lognormal(np.log(800.0), 1.5) * MS) if delivered else None
-        waited_ms = float(rng.uniform(0, 9_000)) if fate == delivery.BACKLOG else None
-        rows.append((str(rng.choice(["r1", "r2"])), int(rng.integers(1, 4)),
-                     int(rng.integers(1, 3)), int(rng.integers(0, 3)), fate, delivery_ns,
+        fate = str(rng.choice(fates))
+        taken = fate == delivery.DELIVERED or (fate == delivery.OUTSIDE and rng.random() < 0.5)
+        delivery_ns = int(rng.lognormal(np.log(800.0), 1.5) * MS) if taken else None
+        waited = not taken and fate != delivery.UNSENT
+        waited_ms = float(rng.uniform(0, 9_000)) if waited else None
+        queue_id = int(rng.integers(1, 4)) if rng.random() < 0.9 else None
+        run_id, send_op, receive_op = (
+            rng.choice(["r1", "r2"]),
+            rng.integers(1, 3),
+            rng.integers(0, 3),
+        )
+        rows.append((str(run_id), queue_id, int(send_op), int(receive_op), fate, delivery_ns,
                      waited_ms))  # fmt: skip
     return rows
 
 
-def empty_cell() -> dict[str, Any]:
-    return {"messages": 0, "n": 0, "total_ns": 0, "squares_ns": 0, "on_time": 0, "late": 0,
-            "waits": []}  # fmt: skip
+def reference_bucket(delivery_ns: int) -> int:
+    """The histogram bucket of a delivery time: ``histograms.bucket``'s formula."""
+    ms = max(delivery_ns / MS, 1e-3)
+    return math.floor(math.log(ms / 1e-3) / math.log1p(0.01))
 
 
 def reference_aggregate(rows: list[tuple[Any, ...]]) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """``delivery.aggregate``'s figures per grouping set, group and fate, in plain Python."""
+    """``delivery.aggregate``'s figures per grouping set, group, fate and bucket, in plain
+    Python: delivery times count for delivered messages only, waits for any fate."""
     columns = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
     found: dict[tuple[Any, ...], dict[str, Any]] = {}
     for values in rows:
         row = dict(zip(columns, values, strict=True))
+        delivered = row["fate"] == delivery.DELIVERED
+        bucket = reference_bucket(row["delivery_ns"]) if delivered else None
         for name, keys in KEY_SETS.items():
-            key = (name, *(row[k] for k in keys), row["fate"])
-            cell = found.setdefault(key, empty_cell())
+            key = (name, *(row[k] for k in keys), row["fate"], bucket)
+            cell = found.setdefault(key, {"messages": 0, "times": [], "waits": []})
             cell["messages"] += 1
-            if row["delivery_ns"] is not None:
-                cell["n"] += 1
-                cell["total_ns"] += row["delivery_ns"]
-                cell["squares_ns"] += row["delivery_ns"] ** 2
-                cell["on_time"] += row["delivery_ns"] <= 5_000 * MS
+            if delivered:
+                cell["times"].append(row["delivery_ns"])
             if row["waited_ms"] is not None:
                 cell["waits"].append(row["waited_ms"])
-                cell["late"] += row["waited_ms"] > 5_000
-    return found
+    return {key: figures(cell) for key, cell in found.items()}
+
+
+def figures(cell: dict[str, Any]) -> dict[str, Any]:
+    times, waits = cell["times"], cell["waits"]
+    return {
+        "messages": cell["messages"],
+        "n": len(times),
+        "total_ns": sum(times) if times else None,
+        "squares_ns": sum(t * t for t in times) if times else None,
+        "on_time": sum(t <= 5_000 * MS for t in times),
+        "min_waited_ms": min(waits, default=None),
+        "max_waited_ms": max(waits, default=None),
+        "late": sum(w > 5_000 for w in waits),
+    }
 
 
 def test_every_grouping_set_sums_its_messages_like_a_plain_python_sum(
     spark: SparkSession,
 ) -> None:
     rows = random_timed_rows(3_000)
-    frame = spark.createDataFrame(
-        rows,
-        "run_id string, queue_id long, send_op int, receive_op int, fate string, "
-        "delivery_ns long, waited_ms double",
-    )
-    found: dict[tuple[Any, ...], dict[str, Any]] = {}
+    frame = spark.createDataFrame(rows, TIMED_SCHEMA)
+    found = {}
     for cell in tables.collect(frame.transform(delivery.aggregate, KEY_SETS)):
         name = cell["grouping_set"]
-        key = (name, *(cell[k] for k in KEY_SETS[name]), cell["fate"])
-        into = found.setdefault(key, empty_cell())
-        for column in ("messages", "n", "on_time", "late"):
-            into[column] += cell[column]
-        into["total_ns"] += cell["total_ns"] or 0
-        into["squares_ns"] += int(cell["squares_ns"] or 0)
-        extremes = (cell["min_waited_ms"], cell["max_waited_ms"])
-        into["waits"] += [wait for wait in extremes if wait is not None]
+        key = (name, *(cell[k] for k in KEY_SETS[name]), cell["fate"], cell["bucket"])
+        squares = cell["squares_ns"]
+        cell["squares_ns"] = None if squares is None else int(squares)
+        found[key] = {column: cell[column] for column in delivery.MERGED_BY}
     expected = reference_aggregate(rows)
     assert set(found) == set(expected)
     for key, cell in expected.items():
-        waits = cell.pop("waits")
-        assert {k: v for k, v in found[key].items() if k != "waits"} == cell, key
-        extremes = (min(waits), max(waits)) if waits else (None, None)
-        got = found[key]["waits"]
-        assert (min(got, default=None), max(got, default=None)) == extremes, key
+        assert found[key] == cell, key

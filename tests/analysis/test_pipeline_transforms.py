@@ -204,4 +204,10 @@ def test_a_local_frame_keeps_its_rows_and_types(
     assert frame.schema.simpleString() == "struct<run_id:string,client_id:bigint>"
     assert [tuple(row) for row in frame.collect()] == rows
     empty = tables.local_frame(spark, [], schema)
-    assert empty.columns == ["run_id", "client_id"] and empty.count() == 0
+    assert empty.schema == frame.schema and empty.count() == 0
+
+
+def test_a_kind_without_files_is_an_empty_frame_of_its_contract(spark: SparkSession) -> None:
+    for kind, schema in io.SPARK_SCHEMAS.items():
+        frame = io.read(spark, kind, [])
+        assert frame.schema == schema and frame.count() == 0, kind

@@ -42,6 +42,7 @@ QUEUE_COLUMNS = (
     "slope_per_s", "slope_low", "slope_high", "p_growing", "growth", "material", "stable",
 )  # fmt: skip
 KIND_COLUMNS = ("kind", "interaction", "persistent", "ran_persistent")
+QUEUES_SCHEMA = tables.arrow_schema(run_id=pa.string(), queue_id=pa.int64())
 QueueMap = dict[int, dict[str, Any]]
 TABLES = (  # name, title, columns of the evidence tables
     ("interactions", "Delivery time per interaction (ms)", INTERACTION_COLUMNS),
@@ -168,9 +169,6 @@ def _interaction(
     }  # fmt: skip
 
 
-QUEUE_FIELDS: list[tuple[str, pa.DataType]] = [("run_id", pa.string()), ("queue_id", pa.int64())]
-
-
 def _depth_regressions(
     prepared: inputs.Inputs, maps: Mapping[str, QueueMap]
 ) -> list[dict[str, Any]]:
@@ -181,7 +179,7 @@ def _depth_regressions(
     queues = tables.local_frame(
         prepared.spark,
         [(run_id, queue) for run_id, found in maps.items() for queue in found],
-        pa.schema(QUEUE_FIELDS),
+        QUEUES_SCHEMA,
     )
     instants = depths.select("run_id", "ts_ns").distinct()
     filled = (

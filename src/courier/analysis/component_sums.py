@@ -46,7 +46,11 @@ SERVER_PARTS = {
 """Each summed part of a record, as the sum of these fields of it."""
 PARTS = (*CLIENT_PARTS, *SERVER_PARTS)
 CLIENT = ("run_id", "client_id")
-CLIENT_FIELDS: list[tuple[str, pa.DataType]] = [("run_id", pa.string()), ("client_id", pa.int64())]
+CLIENTS_SCHEMA = tables.arrow_schema(run_id=pa.string(), client_id=pa.int64())
+RANGES_SCHEMA = tables.arrow_schema(
+    run_id=pa.string(), client_id=pa.int64(), least=pa.int64(), greatest=pa.int64()
+)
+"""Driver-side rows sent to Spark: clients, and each client's range of request ids."""
 ANONYMOUS = 0
 """The client id of requests recorded before login."""
 GROUP = ("run_id", "client_id", "operation", "outcome")
@@ -168,12 +172,11 @@ def _ranges_frame(
     records: DataFrame, ranges: Mapping[tuple[str, int], tuple[int, int]]
 ) -> DataFrame:
     rows = [(run, client, least, greatest) for (run, client), (least, greatest) in ranges.items()]
-    schema = pa.schema([*CLIENT_FIELDS, ("least", pa.int64()), ("greatest", pa.int64())])
-    return tables.local_frame(records.sparkSession, rows, schema)
+    return tables.local_frame(records.sparkSession, rows, RANGES_SCHEMA)
 
 
 def _clients_frame(records: DataFrame, clients: Iterable[tuple[str, int]]) -> DataFrame:
-    return tables.local_frame(records.sparkSession, clients, pa.schema(CLIENT_FIELDS))
+    return tables.local_frame(records.sparkSession, clients, CLIENTS_SCHEMA)
 
 
 def _compare_clients(

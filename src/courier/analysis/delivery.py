@@ -105,9 +105,8 @@ def messages(message_events: DataFrame, run_ids: Sequence[str]) -> DataFrame:
 
     The events are shuffled by that key before any aggregation. A partial aggregation
     where they were read would hash every event into a table of millions of messages
-    per task, which costs more than the shuffle of the events it saves (the earliest
-    event per message of 10M requests: 5.2 s of task time for that partial aggregation,
-    2.1 s for the whole aggregation after the shuffle)."""
+    per task, which costs more than the shuffle of the events it saves (measured in
+    docs/measurements.md, "Pipeline speed")."""
     stored, taken = sf.col("stored"), ~sf.col("stored")
     at = sf.col("at_ns")
     shuffled = message_events.repartition("run", "message_id")
@@ -158,10 +157,12 @@ def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFra
     )
 
 
-AGGREGATE_COLUMNS = (
-    "fate", "bucket", "messages", "n", "total_ns", "squares_ns", "on_time",
-    "min_waited_ms", "max_waited_ms", "late",
-)  # fmt: skip
+MERGED_BY = {
+    "messages": sf.sum, "n": sf.sum, "total_ns": sf.sum, "squares_ns": sf.sum,
+    "on_time": sf.sum, "min_waited_ms": sf.min, "max_waited_ms": sf.max, "late": sf.sum,
+}  # fmt: skip
+"""Each figure of ``aggregate`` and how the figures of several groups merge into one."""
+AGGREGATE_COLUMNS = ("fate", "bucket", *MERGED_BY)
 
 
 def aggregate(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> DataFrame:
@@ -171,8 +172,9 @@ def aggregate(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> D
     waits (``fate_rows``, from a set with run_id and queue_id).
 
     Two aggregations: one hash aggregation of the messages by every key at once (each
-    message counted once), then the grouping sets over its few thousand rows, which
-    costs far less than expanding every message into each set."""
+    message counted once), then the grouping sets over its rows (runs x queues x
+    operation pairs x fates x buckets: few next to the messages), which costs far less
+    than expanding every message into each set."""
     keys = list(dict.fromkeys(k for ks in key_sets.values() for k in ks))
     delivered = sf.col("fate") == DELIVERED
     delivery_ns = sf.when(delivered, sf.col("delivery_ns"))
@@ -193,11 +195,10 @@ def aggregate(timed_rows: DataFrame, key_sets: Mapping[str, Sequence[str]]) -> D
         sf.max("waited_ms").alias("max_waited_ms"),
         sf.count(sf.when(sf.col("waited_ms") > DEADLINE_MS, 1)).alias("late"),
     )
-    regroup = {"min_waited_ms": sf.min, "max_waited_ms": sf.max}  # the rest add up
-    regrouped = [regroup.get(c, sf.sum)(c).alias(c) for c in AGGREGATE_COLUMNS[2:]]
+    merged = [merge(name).alias(name) for name, merge in MERGED_BY.items()]
     grouped = finest.groupingSets(
         [[*ks, "fate", "bucket"] for ks in key_sets.values()], *keys, "fate", "bucket"
-    ).agg(*regrouped, sf.grouping_id().alias("_id"))
+    ).agg(*merged, sf.grouping_id().alias("_id"))
     with_fate = {name: [*ks, "fate"] for name, ks in key_sets.items()}
     names = histograms_.grouping_names([*keys, "fate"], with_fate)
     return grouped.select(names.alias("grouping_set"), *keys, *AGGREGATE_COLUMNS)

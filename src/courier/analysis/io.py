@@ -17,6 +17,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as spark_types
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from courier.analysis import errors, tables
 from courier.measurements import manifest as manifest_
@@ -123,7 +124,7 @@ def read(spark: SparkSession, kind: str, paths: Iterable[Path]) -> DataFrame:
     schema = SPARK_SCHEMAS[kind]
     names = [str(path) for path in paths]
     if not names:
-        return spark.createDataFrame([], schema)
+        return tables.local_frame(spark, [], to_arrow_schema(schema))
     return spark.read.schema(schema).parquet(*names).select(*schema.fieldNames())
 
 

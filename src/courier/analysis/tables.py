@@ -72,6 +72,11 @@ def collect(df: DataFrame) -> list[dict[str, Any]]:
     return df.toArrow().to_pylist()
 
 
+def arrow_schema(**types: pa.DataType) -> pa.Schema:
+    """An Arrow schema of these columns, in this order: ``arrow_schema(id=pa.int64())``."""
+    return pa.schema(list(types.items()))
+
+
 def local_frame(spark: SparkSession, rows: Iterable[Sequence[Any]], schema: pa.Schema) -> DataFrame:
     """A DataFrame of a few rows held by the driver, sent to Spark as one Arrow table.
 
