@@ -27,6 +27,7 @@ from courier.analysis import (
     report,
     results,
     session,
+    side_jobs,
     trimming,
 )
 from courier.measurements import manifest as manifest_
@@ -127,18 +128,25 @@ def _analyse(
     steps.next()
     cluster.check_visible(spark, experiment.directory)
     prepared = inputs.load(spark, experiment, files, trim)
-    steps.next()
-    counts = results.count_requests(prepared, window_s)
-    found, distributions = results.summaries(prepared, exact, counts)
-    runs = results.run_table(prepared, found, counts)
-    breakdowns = results.response_tables(prepared, found)
-    steps.next()
-    requests = sum(runs.table.column("requests"))
-    component_table, component_note = results.component_table(prepared, requests)
-    steps.next()
-    traces = results.trace_tables(prepared, window_s, counts)
-    steps.next()
-    delivered = delivery_results.compute(prepared)
+    # The component sums and the delivery times need no other result: their
+    # queries run beside the response-time ones.
+    with side_jobs.SideJobs(spark) as side:
+        summing = side.submit(results.component_sums, prepared)
+        delivering = side.submit(delivery_results.compute, prepared)
+        steps.next()
+        counts = results.count_requests(prepared, window_s)
+        found, distributions = results.summaries(prepared, exact, counts)
+        runs = results.run_table(prepared, found, counts)
+        breakdowns = results.response_tables(prepared, found)
+        steps.next()
+        requests = sum(runs.table.column("requests"))
+        component_table, component_note = results.component_table(
+            prepared, summing.result(), requests
+        )
+        steps.next()
+        traces = results.trace_tables(prepared, window_s, counts)
+        steps.next()
+        delivered = delivering.result()
     return results.Results(
         inputs=prepared,
         trim=trim,

@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
+from courier.analysis import component_sums as component_sums_
 from courier.analysis import (
-    component_sums,
     components,
     delivery_results,
     errors,
@@ -177,14 +177,22 @@ def _moments_args(moments: stats.Moments | None) -> tuple[float | None, float | 
     return moments.mean, moments.std, moments.n
 
 
-def component_table(inputs: Inputs, total_requests: int) -> tuple[tables.Table | None, str]:
-    """Mean components per configuration and operation; (None, why) without server records."""
+def component_sums(inputs: Inputs) -> component_sums_.Sums | None:
+    """Per-group sums of every component; None without server records."""
     if record_schema.SERVER_REQUESTS not in inputs.present:
-        return None, "No server records: the component breakdown needs them."
+        return None
     server = inputs.frames[record_schema.SERVER_REQUESTS]
     ranges = inputs.id_ranges
     key = transforms.packed_key(list(inputs.bounds), ranges) if ranges else None
-    sums = component_sums.field_sums(inputs.measured, server, key)
+    return component_sums_.field_sums(inputs.measured, server, key)
+
+
+def component_table(
+    inputs: Inputs, sums: component_sums_.Sums | None, total_requests: int
+) -> tuple[tables.Table | None, str]:
+    """Mean components per configuration and operation; (None, why) without server records."""
+    if sums is None:
+        return None, "No server records: the component breakdown needs them."
     matched = sum(cell["matched"] for cell in sums.values())
     note = f"{matched} of {total_requests} measured requests matched a server record."
     return components.pool_by_config(sums, inputs.configs), note
