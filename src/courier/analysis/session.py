@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -60,6 +62,10 @@ def create(
     the class archive ``make`` built for this install, if there is one and
     ``map_class_archive`` (``courier.analysis.class_archive``).
     """
+    # PySpark reads its workers' Python from the environment only, and otherwise
+    # runs the first python3 on the PATH, which need not have PySpark. The pipeline
+    # starts no worker; a UDF in a notebook's session would.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     archive = class_archive.driver_options(JVM_OPTIONS) if map_class_archive else ()
     options = " ".join(
         (
