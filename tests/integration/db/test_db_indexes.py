@@ -83,6 +83,18 @@ async def filled(dsn: str) -> AsyncIterator[asyncpg.Connection]:
         await connection.close()
 
 
+async def explain_every_statement(connection: asyncpg.Connection) -> None:
+    """Have auto_explain send this session the plan of every statement, nested too."""
+    await connection.execute("LOAD 'auto_explain'")
+    for setting, value in [
+        ("log_min_duration", "0"),
+        ("log_nested_statements", "on"),
+        ("log_format", "json"),
+        ("log_level", "notice"),
+    ]:
+        await connection.execute(f"SET auto_explain.{setting} = '{value}'")
+
+
 async def plans_of(connection: asyncpg.Connection, call: str, *args: Any) -> list[dict[str, Any]]:
     """The plans of every statement run by `call`, as auto_explain reports them."""
     plans: list[dict[str, Any]] = []
@@ -185,14 +197,7 @@ async def test_every_read_mode_uses_an_index_on_a_million_messages(
     filled: asyncpg.Connection,
 ) -> None:
     assert await filled.fetchval("SELECT count(*) FROM courier_messages") == MESSAGES
-    await filled.execute("LOAD 'auto_explain'")
-    for setting, value in [
-        ("log_min_duration", "0"),
-        ("log_nested_statements", "on"),
-        ("log_format", "json"),
-        ("log_level", "notice"),
-    ]:
-        await filled.execute(f"SET auto_explain.{setting} = '{value}'")
+    await explain_every_statement(filled)
 
     # A scan of a partition names the partition's index; count it as the table's.
     owning = {row["partition_index"]: row["index"] for row in await filled.fetch(PARTITION_INDEXES)}
@@ -214,3 +219,32 @@ async def test_every_read_mode_uses_an_index_on_a_million_messages(
         assert not index or index in {name for _, name in scans}, f"{mode}: {scans}"
         if call == READ:
             assert runs[-1] and all(map(is_generic, runs[-1])), f"{mode} re-plans: {runs[-1]}"
+
+
+COUNTED_QUEUES = 5
+COUNTS = {
+    "queues_for_me": ("SELECT * FROM courier_queues_for_me_v2($1, 100)", (1,)),
+    "list_queues": ("SELECT * FROM courier_list_queues_v2(100)", ()),
+}
+
+
+async def test_every_queue_is_counted_in_one_statement(dsn: str) -> None:
+    # A per-queue function call would run (and plan) one statement per queue.
+    connection = await asyncpg.connect(dsn)
+    try:
+        await connection.execute(
+            "INSERT INTO courier_clients (name, mode) VALUES ('reader', 'read_write');"
+            f"INSERT INTO courier_queues (name) SELECT 'queue' || n "
+            f"FROM generate_series(1, {COUNTED_QUEUES}) n;"
+            "INSERT INTO courier_messages (queue_id, sender_id, priority, body) "
+            "SELECT q.id, 1, 5, 'x' FROM courier_queues q"
+        )
+        await explain_every_statement(connection)
+        for name, (call, args) in COUNTS.items():
+            plans = await plans_of(connection, call, *args)
+            counting = [plan for plan in plans if scans_of_messages(plan)]
+            assert len(counting) == 1, f"{name}: {len(counting)} statements read the messages"
+            (found,) = await connection.fetch(call, *args)
+            assert found["message_counts"] == [1] * COUNTED_QUEUES, name
+    finally:
+        await connection.close()
