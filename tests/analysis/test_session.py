@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
+import pytest
 from pyspark.sql import SparkSession
+
+from courier.analysis import session
 
 
 def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
@@ -12,3 +16,15 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     # not be this venv's and need not have PySpark at all.
     ran = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()
     assert ran == [sys.executable]
+
+
+def test_a_session_names_this_interpreter_unless_told_otherwise(
+    spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The worker test above cannot fail where the venv's python3 is first on the PATH.
+    monkeypatch.delenv("PYSPARK_PYTHON", raising=False)
+    session.create("local[2]")  # joins the running session
+    assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    monkeypatch.setenv("PYSPARK_PYTHON", "/opt/python-of-the-cluster/bin/python3")
+    session.create("local[2]")
+    assert os.environ["PYSPARK_PYTHON"] == "/opt/python-of-the-cluster/bin/python3"

@@ -18,17 +18,47 @@ def endless_count(spark: SparkSession) -> int:
     return spark.range(ENDLESS_ROWS, numPartitions=2).where("id % 7 = 3").count()
 
 
-def test_a_side_query_answers_on_its_own_thread(spark: SparkSession) -> None:
-    def total_and_thread() -> tuple[int, str]:
+def test_a_side_query_answers_on_a_side_thread_with_its_tag(spark: SparkSession) -> None:
+    def total_thread_and_tags() -> tuple[int, str, set[str]]:
         total = spark.range(1_000).selectExpr("sum(id)").first()[0]
-        return int(total), threading.current_thread().name
+        tags = set(spark.sparkContext.getJobTags())
+        return int(total), threading.current_thread().name, tags
 
     with side_jobs.SideJobs(spark) as side:
-        later = side.submit(total_and_thread)
+        later = side.submit(total_thread_and_tags)
         here = spark.range(10).count()
-    total, thread = later.result()
+    total, thread, tags = later.result()
     assert (total, here) == (sum(range(1_000)), 10)
-    assert thread != threading.current_thread().name
+    assert thread.startswith("courier-side")
+    assert tags == {side.tag}
+    assert set(spark.sparkContext.getJobTags()) == set()  # the caller's thread keeps none
+
+
+def test_cancelling_the_callers_jobs_cancels_the_side_jobs(spark: SparkSession) -> None:
+    # Side threads inherit the caller's tags (and job group): whoever stops the
+    # caller's analysis stops its side queries as well.
+    context = spark.sparkContext
+    context.addJobTag("the-callers-analysis")
+    try:
+        with (
+            pytest.raises(Exception, match="SPARK_JOB_CANCELLED"),
+            side_jobs.SideJobs(spark) as side,
+        ):
+            side.submit(endless_count, spark)
+            _wait_until_running(spark)
+            context.cancelJobsWithTag("the-callers-analysis")
+    finally:
+        context.removeJobTag("the-callers-analysis")
+
+
+def test_a_side_failure_nobody_read_is_raised_when_the_block_ends(
+    spark: SparkSession,
+) -> None:
+    def failing() -> None:
+        raise LookupError("a side step failed")
+
+    with pytest.raises(LookupError, match="a side step failed"), side_jobs.SideJobs(spark) as side:
+        side.submit(failing)
 
 
 def test_a_failing_block_interrupts_its_running_side_query(spark: SparkSession) -> None:

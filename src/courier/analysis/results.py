@@ -13,8 +13,8 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import component_sums as component_sums_
 from courier.analysis import (
+    component_sums,
     components,
     delivery_results,
     errors,
@@ -177,18 +177,18 @@ def _moments_args(moments: stats.Moments | None) -> tuple[float | None, float | 
     return moments.mean, moments.std, moments.n
 
 
-def component_sums(inputs: Inputs) -> component_sums_.Sums | None:
+def breakdown_sums(inputs: Inputs) -> component_sums.Sums | None:
     """Per-group sums of every component; None without server records."""
     if record_schema.SERVER_REQUESTS not in inputs.present:
         return None
     server = inputs.frames[record_schema.SERVER_REQUESTS]
     ranges = inputs.id_ranges
     key = transforms.packed_key(list(inputs.bounds), ranges) if ranges else None
-    return component_sums_.field_sums(inputs.measured, server, key)
+    return component_sums.field_sums(inputs.measured, server, key)
 
 
 def component_table(
-    inputs: Inputs, sums: component_sums_.Sums | None, total_requests: int
+    inputs: Inputs, sums: component_sums.Sums | None, total_requests: int
 ) -> tuple[tables.Table | None, str]:
     """Mean components per configuration and operation; (None, why) without server records."""
     if sums is None:

@@ -63,8 +63,9 @@ def create(
     ``map_class_archive`` (``courier.analysis.class_archive``).
     """
     # PySpark reads its workers' Python from the environment only, and otherwise
-    # runs the first python3 on the PATH, which need not have PySpark. The pipeline
-    # starts no worker; a UDF in a notebook's session would.
+    # runs the first python3 on the PATH, which need not have PySpark. On local[*]
+    # the pipeline starts no worker; on a cluster its visibility probe does, which is
+    # why every worker needs this Python at the same path (or PYSPARK_PYTHON set).
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     archive = class_archive.driver_options(JVM_OPTIONS) if map_class_archive else ()
     options = " ".join(

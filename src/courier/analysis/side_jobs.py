@@ -9,13 +9,17 @@ depend on each other keep both cores busy while the driver plans the next one.
     ...     counts = results.count_requests(prepared, 5.0)
     ...     delivered = later.result()
 
-When the block ends by an exception, the side queries still running are
-interrupted, so a failed or interrupted analysis does not wait for them.
+A side thread starts with the caller's Spark local properties and tags (its job
+group, say), so whatever cancels the caller's jobs cancels the side jobs too. When
+the block ends by an exception, the side jobs still running are cancelled, so a
+failed or interrupted analysis does not wait for them; when it ends normally, a
+side failure nobody asked for is raised then, not lost.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 import uuid
 from collections.abc import Callable
 from concurrent import futures
@@ -23,12 +27,17 @@ from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 from pyspark.sql import SparkSession
+from pyspark.util import inheritable_thread_target
+
+log = logging.getLogger(__name__)
 
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
 WORKERS = 2
 """Side threads: a local[2] driver keeps both cores busy with two queries besides its own."""
-INTERRUPT_EVERY_S = 0.2
+CANCEL_EVERY_S = 0.2
+"""How soon a side thread that was planning when the jobs were cancelled has its next
+query cancelled too: far shorter than any query worth running on a side thread."""
 
 
 class SideJobs:
@@ -38,14 +47,16 @@ class SideJobs:
         self.spark = spark
         self.tag = f"courier-side-{uuid.uuid4().hex}"
         self.pool = futures.ThreadPoolExecutor(workers, thread_name_prefix="courier-side")
-        self.started: list[futures.Future[Any]] = []
+        self.submitted: list[futures.Future[Any]] = []
 
     def submit(
         self, work: Callable[Params, Result], *args: Params.args, **kwargs: Params.kwargs
     ) -> futures.Future[Result]:
-        started = self.pool.submit(self._tagged, functools.partial(work, *args, **kwargs))
-        self.started.append(started)
-        return started
+        """Run ``work(*args, **kwargs)`` on a side thread; its jobs carry the tag."""
+        inheriting = inheritable_thread_target(self.spark)(self._tagged)
+        future = self.pool.submit(inheriting, functools.partial(work, *args, **kwargs))
+        self.submitted.append(future)
+        return future
 
     def _tagged(self, work: Callable[[], Result]) -> Result:
         context = self.spark.sparkContext
@@ -66,14 +77,28 @@ class SideJobs:
     ) -> None:
         if error is not None:
             self.pool.shutdown(wait=False, cancel_futures=True)
-            self._interrupt()
+            self._cancel_until_stopped()
         self.pool.shutdown(wait=True)
+        if error is None:
+            for future in self.submitted:
+                future.result()
 
-    def _interrupt(self) -> None:
-        # A side thread between two queries starts the next one after an
-        # interrupt, so keep interrupting until every thread has stopped.
+    def _cancel_until_stopped(self) -> None:
+        # A side thread between two queries starts the next one after a cancel, so
+        # keep cancelling until every thread has stopped.
+        cancelling = True
         while True:
-            self.spark.sparkContext.cancelJobsWithTag(self.tag)
-            _, running = futures.wait(self.started, timeout=INTERRUPT_EVERY_S)
+            if cancelling:
+                cancelling = self._cancel()
+            _, running = futures.wait(self.submitted, timeout=CANCEL_EVERY_S)
             if not running:
                 return
+
+    def _cancel(self) -> bool:
+        """Cancel the tagged jobs; False when Spark cannot be asked any more."""
+        try:
+            self.spark.sparkContext.cancelJobsWithTag(self.tag)
+        except Exception:  # the gateway or the context is gone: so are the jobs
+            log.warning("could not cancel the side jobs tagged %s", self.tag, exc_info=True)
+            return False
+        return True

@@ -113,6 +113,10 @@ CREATE FUNCTION courier_count_messages_v1(p_queue_id bigint, p_reader_id bigint,
 RETURNS bigint
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
+CREATE FUNCTION courier_counted_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
+RETURNS TABLE (n bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
 CREATE FUNCTION courier_get_queue_v2(
     p_id bigint, p_name text, p_count_cap integer,
     OUT id bigint, OUT name text, OUT message_count bigint, OUT exec_ns bigint)

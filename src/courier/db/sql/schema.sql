@@ -1694,7 +1694,9 @@ CREATE INDEX courier_queues_created_by ON courier_queues (created_by)
 -- queue holds (held messages are not counted, as before). A one-row table, because
 -- a table function of one SELECT is inlined into the query that calls it: counting
 -- every queue's messages is then one plan with an index probe per queue, not one
--- function call per queue (migration 0025).
+-- function call per queue (migration 0025). Inlining needs it to stay one SELECT in
+-- LANGUAGE sql, STABLE (not VOLATILE) and not STRICT; a test in test_db_indexes.py
+-- fails when the lists read the messages in more than one statement.
 CREATE FUNCTION courier_counted_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
 RETURNS TABLE (n bigint)
 LANGUAGE sql STABLE AS $$

@@ -3,8 +3,9 @@
 -- queue's messages through courier_count_messages_v1: one call per queue of an SQL
 -- function that PostgreSQL cannot inline (a scalar function whose body reads a
 -- table), each paying an executor's start-up. courier_counted_messages_v1 gives the
--- same count as a one-row table, which is inlined, so each list is one plan. The
--- answers do not change.
+-- same count as a one-row table, which is inlined, so each list is one plan (as long
+-- as it stays one SELECT in LANGUAGE sql, STABLE and not STRICT). The answers do
+-- not change.
 CREATE FUNCTION courier_counted_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
 RETURNS TABLE (n bigint)
 LANGUAGE sql STABLE AS $$
