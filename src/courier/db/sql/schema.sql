@@ -1708,7 +1708,7 @@ LANGUAGE sql STABLE AS $$
     ) s
 $$;
 
--- The same count as a value.
+-- The same count as a value, for one queue (courier_get_queue_v2).
 CREATE FUNCTION courier_count_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
 RETURNS bigint
 LANGUAGE sql STABLE AS $$
@@ -3445,13 +3445,13 @@ BEGIN
         PERFORM courier_fail_v1(48, format('topic %s does not exist', coalesce(p_id::text, p_name)));
     END IF;
     RETURN QUERY
-    SELECT t.id, t.name, s.queue_id, q.name, s.name, s.durable, s.subscriber_id,
-           CASE WHEN s.queue_id IS NULL THEN NULL
-                ELSE courier_count_messages_v1(s.queue_id, NULL, p_count_cap) END,
+    SELECT t.id, t.name, s.queue_id, q.name, s.name, s.durable, s.subscriber_id, c.n,
            courier_elapsed_ns_v1(v_started)
     FROM courier_topics t
     LEFT JOIN courier_subscriptions s ON s.topic_id = t.id
     LEFT JOIN courier_queues q ON q.id = s.queue_id
+    LEFT JOIN LATERAL courier_counted_messages_v1(s.queue_id, NULL, p_count_cap) c
+        ON s.queue_id IS NOT NULL
     WHERE (p_id IS NULL AND p_name IS NULL) OR t.id = p_id OR (p_id IS NULL AND t.name = p_name)
     ORDER BY t.id, s.queue_id;
 END;
