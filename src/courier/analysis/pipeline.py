@@ -28,8 +28,6 @@ from courier.analysis import (
     results,
     session,
     side_jobs,
-    tables,
-    traces,
     trimming,
 )
 from courier.measurements import manifest as manifest_
@@ -130,42 +128,9 @@ def _analyse(
     steps.next()
     cluster.check_visible(spark, experiment.directory)
     prepared = inputs.load(spark, experiment, files, trim)
-    found = _aggregate(spark, prepared, window_s, exact, steps)
-    return results.Results(
-        inputs=prepared,
-        trim=trim,
-        window_s=window_s,
-        exact=exact,
-        record_counts=io.row_counts(files),
-        trim_table=results.trim_table(prepared, trim),
-        runs=found.runs,
-        breakdowns=found.breakdowns,
-        components=found.components,
-        components_note=found.components_note,
-        traces=found.trace_tables,
-        factors=results.factor_results(prepared, found.runs),
-        latency_histograms=found.distributions,
-        delivery=found.delivery,
-        validity=results.validity_table(prepared, found.delivery),
-    )
-
-
-@dataclass(frozen=True)
-class _Aggregates:
-    runs: results.RunMetrics
-    breakdowns: dict[str, tables.Table]
-    distributions: list[dict[str, Any]]
-    components: tables.Table | None
-    components_note: str
-    trace_tables: traces.Traces
-    delivery: delivery_results.Delivery
-
-
-def _aggregate(
-    spark: SparkSession, prepared: inputs.Inputs, window_s: float, exact: bool, steps: _Steps
-) -> _Aggregates:
-    """The Spark steps; the component sums and the delivery times need no other
-    result, so their queries run beside the response-time ones."""
+    # The component sums and the delivery times need no other result: their queries
+    # run beside the response-time ones, and keep the cores busy while the driver
+    # plans the next query.
     with side_jobs.SideJobs(spark) as side:
         summing = side.submit(results.breakdown_sums, prepared)
         delivering = side.submit(delivery_results.compute, prepared)
@@ -176,13 +141,30 @@ def _aggregate(
         breakdowns = results.response_tables(prepared, found)
         steps.next()
         requests = sum(runs.table.column("requests"))
-        components, note = results.component_table(prepared, summing.result(), requests)
-        steps.next()
-        traced = results.trace_tables(prepared, window_s, counts)
-        steps.next()
-        return _Aggregates(
-            runs, breakdowns, distributions, components, note, traced, delivering.result()
+        component_table, component_note = results.component_table(
+            prepared, summing.result(), requests
         )
+        steps.next()
+        traces = results.trace_tables(prepared, window_s, counts)
+        steps.next()
+        delivered = delivering.result()
+    return results.Results(
+        inputs=prepared,
+        trim=trim,
+        window_s=window_s,
+        exact=exact,
+        record_counts=io.row_counts(files),
+        trim_table=results.trim_table(prepared, trim),
+        runs=runs,
+        breakdowns=breakdowns,
+        components=component_table,
+        components_note=component_note,
+        traces=traces,
+        factors=results.factor_results(prepared, runs),
+        latency_histograms=distributions,
+        delivery=delivered,
+        validity=results.validity_table(prepared, delivered),
+    )
 
 
 def write_report(found: results.Results, report_dir: Path) -> None:
