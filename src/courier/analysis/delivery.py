@@ -62,7 +62,7 @@ def operation_name(code: int | None) -> str:
 
 
 MESSAGE_COLUMNS = (
-    "run_id", "message_id", "queue_id", "send_op", "receive_op", "sent_ns",
+    "run_id", "run", "message_id", "queue_id", "send_op", "receive_op", "sent_ns",
     "delivered_ns", "deliveries",
 )  # fmt: skip
 TIMED_COLUMNS = ("run_id", "queue_id", "send_op", "receive_op", "fate", "delivery_ns", "waited_ms")
@@ -128,10 +128,13 @@ def messages(message_events: DataFrame, run_ids: Sequence[str]) -> DataFrame:
 
 def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFrame:
     """Each message's fate, delivery time in ns (delivered ones) and time waited by the
-    run's end in ms (backlog); a message belongs to the measured interval it was sent in."""
+    run's end in ms (backlog); a message belongs to the measured interval it was sent in.
+    Its ``run`` indexes ``bounds``: the bounds of the runs ``events`` was given, in that
+    order (so each limit is a lookup by number, not a match of the run id per limit)."""
     bounds = list(bounds)
     limits = {
-        name: transforms.bound(bounds, name) for name in ("end_ns", "keep_from_ns", "keep_until_ns")
+        name: transforms.of_run(bounds, [getattr(b, name) for b in bounds])
+        for name in ("end_ns", "keep_from_ns", "keep_until_ns")
     }
     joined = message_rows.where(limits["end_ns"].isNotNull()).select(
         *MESSAGE_COLUMNS, *(value.alias(name) for name, value in limits.items())

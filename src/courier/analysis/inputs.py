@@ -3,7 +3,7 @@
 ``load`` reads every record kind and fixes each run's measured interval. Nothing
 is cached: each aggregation scans only the Parquet columns it needs, which costs
 less than building an in-memory cache of the records. The bounds reach Spark as
-literals (``transforms.bound``), not as a table to join.
+literals (``transforms.bound``, ``transforms.of_run``), not as a table to join.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import response, throughput, transforms, trimming
+from courier.analysis import response, tables, throughput, transforms, trimming
 
 WINDOW, SECOND, MEASURED = "window", "second", "measured"
 
@@ -32,20 +32,25 @@ def count(
     fine: Mapping[str, Sequence[str]],
 ) -> DataFrame:
     """The rows of every grouping set: ``fine`` (with ``measured``) and the trace's
-    windows by response-time bucket, and completed requests per (run, second)."""
+    windows by response-time bucket, and completed requests per (run, second).
+
+    Records outside their run's whole extent are counted under a null ``run_id``
+    (``collect`` drops them): a filter would have Spark match every record's run id
+    once per bound again (``transforms.with_run``)."""
     bounds = list(bounds)
-    windowed = (
-        requests.transform(transforms.within_run, bounds, "start_ns")
-        .transform(transforms.with_run_time, bounds, "start_ns")
-        .transform(transforms.with_window, window_s)
-    )
+    located = requests.transform(transforms.with_run, bounds, "start_ns")
     at = sf.col("start_ns")
-    measured = (at >= transforms.bound(bounds, "keep_from_ns")) & (
-        at < transforms.bound(bounds, "keep_until_ns")
-    )
-    keyed = windowed.select(
-        *windowed.columns,
-        measured.alias(MEASURED),
+    start = transforms.of_run(bounds, [b.start_ns for b in bounds])
+    keep_from = transforms.of_run(bounds, [b.keep_from_ns for b in bounds])
+    keep_until = transforms.of_run(bounds, [b.keep_until_ns for b in bounds])
+    window = sf.floor((at - start) / transforms.NS_PER_S / sf.lit(window_s)).cast("long")
+    # Until the rows are named, run_id holds the run's index: a number hashes and
+    # compares faster than a string in the aggregation's keys.
+    keyed = located.select(
+        *(c for c in requests.columns if c != "run_id"),
+        sf.col(transforms.RUN).alias("run_id"),
+        ((at >= keep_from) & (at < keep_until)).alias(MEASURED),
+        window.alias(WINDOW),
         throughput.second(bounds).alias(SECOND),
     )
     histogram_sets = {name: [*keys, MEASURED] for name, keys in fine.items()}
@@ -55,7 +60,14 @@ def count(
     bucket = response.BUCKET
     grains = [[k for k in what if k != WINDOW] + [bucket], ["run_id", WINDOW, SECOND, bucket]]
     plain = {SECOND: ["run_id", SECOND]}
-    return response.request_histograms(keyed, histogram_sets, plain, grains)
+    found = response.request_histograms(keyed, histogram_sets, plain, grains)
+    run_id = transforms.run_id_of([b.run_id for b in bounds], "run_id")
+    return found.select(*(run_id.alias(c) if c == "run_id" else c for c in found.columns))
+
+
+def collect(found: DataFrame, fine: Mapping[str, Sequence[str]]) -> Counts:
+    """``count``'s rows on the driver, without those of records outside every run."""
+    return Counts([row for row in tables.collect(found) if row["run_id"] is not None], fine)
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,7 @@ def count_requests(inputs: Inputs, window_s: float) -> request_counts.Counts:
     """Every count of the client records (response times, throughput per second, the
     request trace) from one Spark aggregation."""
     found = request_counts.count(inputs.requests, inputs.bounds.values(), window_s, FINE_KEY_SETS)
-    return request_counts.Counts(tables.collect(found), FINE_KEY_SETS)
+    return request_counts.collect(found, FINE_KEY_SETS)
 
 
 def summaries(

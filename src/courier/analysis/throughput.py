@@ -9,7 +9,7 @@ per-second mean and standard deviation that ``factors`` pools across runs.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pyspark.sql import Column
@@ -18,17 +18,13 @@ from pyspark.sql import functions as sf
 from courier.analysis import stats, transforms, trimming
 
 
-def second(bounds: Iterable[trimming.Bounds]) -> Column:
+def second(bounds: Sequence[trimming.Bounds]) -> Column:
     """The whole second of its run's measured interval a completed request started in;
-    null for errors, for requests outside the interval and in its last, partial second."""
-    bounds = list(bounds)
-    keep_from = transforms.bound(bounds, "keep_from_ns")
-    keep_until = transforms.bound(bounds, "keep_until_ns")
-    whole = sf.lit(None).cast("long")
-    for b in bounds:
-        whole = sf.when(sf.col("run_id") == b.run_id, sf.lit(math.floor(b.measured_s))).otherwise(
-            whole
-        )
+    null for errors, for requests outside the interval and in its last, partial second.
+    Reads the run's bounds by the ``run`` index of ``transforms.with_run``."""
+    keep_from = transforms.of_run(bounds, [b.keep_from_ns for b in bounds])
+    keep_until = transforms.of_run(bounds, [b.keep_until_ns for b in bounds])
+    whole = transforms.of_run(bounds, [math.floor(b.measured_s) for b in bounds])
     at = sf.col("start_ns")
     index = sf.floor((at - keep_from) / 1e9)
     counted = ((sf.col("outcome") != transforms.ERROR) & (at >= keep_from) & (at < keep_until)) & (

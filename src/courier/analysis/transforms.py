@@ -62,6 +62,34 @@ def bound(bounds: Iterable[trimming.Bounds], field: str, run_id: str = "run_id")
     return sf.lit(None).cast("long") if value is None else value
 
 
+RUN = "run"
+
+
+def with_run(records_df: DataFrame, bounds: Sequence[trimming.Bounds], instant: str) -> DataFrame:
+    """Adds ``run``: the index in ``bounds`` of each record's run, or null when
+    ``instant`` lies outside that run's whole extent (or the run has no bounds).
+
+    One CASE over the run ids, computed once per record: the steps after it read each
+    bound with ``of_run``, by number. ``bound`` instead matches the run id again in
+    every expression that uses it, which costs a string comparison per run each time.
+    Spark keeps this column computed once only while nothing filters on what is
+    derived from it (a filter is pushed below it with the CASE written in again).
+    """
+    at = sf.col(instant)
+    index: Column = sf.lit(None).cast("int")
+    for position, b in reversed(list(enumerate(bounds))):
+        inside = (sf.col("run_id") == b.run_id) & (at >= b.start_ns) & (at < b.end_ns)
+        index = sf.when(inside, sf.lit(position)).otherwise(index)
+    return records_df.select(*records_df.columns, index.alias(RUN))
+
+
+def of_run(bounds: Sequence[trimming.Bounds], values: Sequence[int], run: str = RUN) -> Column:
+    """The value of each record's run: ``values`` holds one per run of ``bounds``, in
+    its order, and ``run`` is an index into it (``with_run``); null for a null index."""
+    assert len(values) == len(bounds)
+    return sf.element_at(sf.array(*(sf.lit(v) for v in values)), (sf.col(run) + 1).cast("int"))
+
+
 def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
     """Only the records whose ``instant`` lies in their run's measured interval."""
     return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
@@ -75,10 +103,16 @@ def within_run(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant
 def _between(
     records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str, first: str, last: str
 ) -> DataFrame:
-    """Keeps ``first <= instant < last``, both taken from the run's bounds."""
-    bounds = list(bounds)
+    """Keeps ``first <= instant < last``, both taken from the run's bounds: one CASE,
+    so each record's run id is matched once, not once per bound."""
     at = sf.col(instant)
-    return records_df.where((at >= bound(bounds, first)) & (at < bound(bounds, last)))
+    inside: Column = sf.lit(False)
+    for b in reversed(list(bounds)):
+        test = sf.col("run_id") == b.run_id
+        inside = sf.when(test, (at >= getattr(b, first)) & (at < getattr(b, last))).otherwise(
+            inside
+        )
+    return records_df.where(inside)
 
 
 def with_run_time(
