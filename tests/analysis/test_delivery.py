@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as sf
 from scipy import stats as sp_stats
 
 from courier.analysis import (
@@ -310,3 +311,11 @@ def test_every_grouping_set_sums_its_messages_like_a_plain_python_sum(
     assert set(found) == set(expected)
     for key, cell in expected.items():
         assert found[key] == cell, key
+
+
+def test_every_operation_code_names_its_operation(spark: SparkSession) -> None:
+    names = [*delivery.OPERATIONS[1:], "no_such_operation"]
+    frame = spark.createDataFrame([(name,) for name in names], "operation string")
+    coded = frame.select("operation", delivery.operation_code(sf.col("operation")).alias("op"))
+    found = {row["operation"]: delivery.operation_name(row["op"]) for row in coded.collect()}
+    assert found == {**{name: name for name in names[:-1]}, "no_such_operation": ""}
