@@ -209,6 +209,13 @@ def test_the_count_matches_each_records_run_id_once(spark: SparkSession) -> None
     assert [plan.count(f"= {b.run_id})") for b in THREE_RUNS] == [1, 1, 1]
 
 
+def test_a_grouping_set_without_the_run_is_refused(spark: SparkSession) -> None:
+    with pytest.raises(ValueError, match="by_operation"):
+        client_rows(spark, [{"start_ns": 0}]).transform(transforms.classify).transform(
+            request_counts.count, THREE_RUNS, 5.0, {"by_operation": ["operation"]}
+        )
+
+
 def test_request_trace_windows(spark: SparkSession) -> None:
     second = 10**9
     run = trimming.Bounds("r1", 0, 12 * second, 2 * second, 10 * second)

@@ -37,6 +37,9 @@ def count(
     Records outside their run's whole extent are counted under a null ``run_id``
     (``collect`` drops them): a filter would have Spark match every record's run id
     once per bound again (``transforms.with_run``)."""
+    unkeyed = [name for name, keys in fine.items() if "run_id" not in keys]
+    if unkeyed:  # collect would drop all their rows with those of no run
+        raise ValueError(f"grouping sets without run_id: {unkeyed}")
     bounds = list(bounds)
     located = requests.transform(transforms.with_run, bounds, "start_ns")
     at = sf.col("start_ns")
