@@ -142,7 +142,7 @@ def timed(message_rows: DataFrame, bounds: Iterable[trimming.Bounds]) -> DataFra
     order (so each limit is a lookup by number, not a match of the run id per limit)."""
     bounds = list(bounds)
     limits = {
-        name: transforms.of_run(bounds, [getattr(b, name) for b in bounds])
+        name: transforms.of_run([getattr(b, name) for b in bounds])
         for name in ("end_ns", "keep_from_ns", "keep_until_ns")
     }
     joined = message_rows.where(limits["end_ns"].isNotNull()).select(

@@ -43,9 +43,9 @@ def count(
     bounds = list(bounds)
     located = requests.transform(transforms.with_run, bounds, "start_ns")
     at = sf.col("start_ns")
-    start = transforms.of_run(bounds, [b.start_ns for b in bounds])
-    keep_from = transforms.of_run(bounds, [b.keep_from_ns for b in bounds])
-    keep_until = transforms.of_run(bounds, [b.keep_until_ns for b in bounds])
+    start = transforms.of_run([b.start_ns for b in bounds])
+    keep_from = transforms.of_run([b.keep_from_ns for b in bounds])
+    keep_until = transforms.of_run([b.keep_until_ns for b in bounds])
     window = sf.floor((at - start) / transforms.NS_PER_S / sf.lit(window_s)).cast("long")
     # Until the rows are named, run_id holds the run's index: a number hashes and
     # compares faster than a string in the aggregation's keys.

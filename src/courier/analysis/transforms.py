@@ -83,10 +83,9 @@ def with_run(records_df: DataFrame, bounds: Sequence[trimming.Bounds], instant: 
     return records_df.select(*records_df.columns, index.alias(RUN))
 
 
-def of_run(bounds: Sequence[trimming.Bounds], values: Sequence[int], run: str = RUN) -> Column:
-    """The value of each record's run: ``values`` holds one per run of ``bounds``, in
-    its order, and ``run`` is an index into it (``with_run``); null for a null index."""
-    assert len(values) == len(bounds)
+def of_run(values: Sequence[int], run: str = RUN) -> Column:
+    """The value of each record's run: ``values`` holds one per run, in the order of
+    the bounds ``with_run`` was given, and ``run`` indexes it; null for a null index."""
     return sf.element_at(sf.array(*(sf.lit(v) for v in values)), (sf.col(run) + 1).cast("int"))
 
 
