@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark import testing
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as sf
 
 from courier.analysis import (
     histograms,
@@ -55,6 +56,44 @@ def test_classify_separates_errors_from_misses(spark: SparkSession) -> None:
     )
     testing.assertDataFrameEqual(result, expected)
     assert df.transform(transforms.classify).columns == transforms.CLASSIFIED_COLUMNS
+
+
+def test_each_outcome_code_names_the_outcome_classify_gives(spark: SparkSession) -> None:
+    statuses = ["OK", "QUEUE_EMPTY", "NO_MESSAGE", "QUEUE_NOT_FOUND", "SERVER_FULL"]
+    df = client_rows(spark, [{"request_id": i, "status": s} for i, s in enumerate(statuses)])
+    coded = transforms.outcome_code(sf.col("status"))
+    found = df.transform(transforms.classify).select(
+        "outcome", coded.alias("code"), transforms.outcome_named(coded).alias("named")
+    )
+    rows = [(r["outcome"], r["code"], r["named"]) for r in found.orderBy("request_id").collect()]
+    assert [(outcome, named) for outcome, _, named in rows] == [
+        (outcome, outcome) for outcome, _, _ in rows
+    ]
+    assert [code for _, code, _ in rows] == [0, 1, 1, 2, 2]
+
+
+def test_the_counts_name_each_outcome_and_count_by_it(spark: SparkSession) -> None:
+    """The one aggregation groups and counts by the outcome's code; its rows name it."""
+    second = 10**9
+    statuses = ["OK", "OK", "QUEUE_EMPTY", "NO_MESSAGE", "SERVER_FULL"]
+    rows = [
+        {"run_id": "r1", "request_id": i, "status": s, "start_ns": 2 * second}
+        for i, s in enumerate(statuses)
+    ]
+    counts = counted(client_rows(spark, rows), THREE_RUNS, 5.0)
+    detail = [row for row in counts.response_cells() if row["grouping_set"] == "detail"]
+    totals: dict[tuple[str, str], list[int]] = {}
+    for row in detail:
+        cell = totals.setdefault((row["status"], row["outcome"]), [0, 0, 0, 0, 0])
+        for k, column in enumerate(("requests", "ok", "misses", "errors", "n")):
+            cell[k] += row[column]
+    assert totals == {
+        ("OK", "ok"): [2, 2, 0, 0, 2],
+        ("QUEUE_EMPTY", "miss"): [1, 0, 1, 0, 1],
+        ("NO_MESSAGE", "miss"): [1, 0, 1, 0, 1],
+        ("SERVER_FULL", "error"): [1, 0, 0, 1, 0],
+    }
+    assert sum(r["completed"] for r in counts.seconds()) == 4  # errors are not completed
 
 
 def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSession) -> None:

@@ -95,12 +95,13 @@ def events(requests: DataFrame, run_ids: Sequence[str]) -> DataFrame:
         code.alias("op"),
         stored.alias("stored"),
         at_ns.alias("at_ns"),
-        sf.inline(sf.arrays_zip("message_ids", "queue_ids")),
+        "queue_ids",
+        sf.posexplode("message_ids").alias("position", "message_id"),
     )
     return exploded.select(
         "run",
-        sf.col("message_ids").alias("message_id"),
-        sf.col("queue_ids").alias("queue_id"),
+        "message_id",
+        sf.get("queue_ids", "position").alias("queue_id"),
         "op",
         "stored",
         "at_ns",

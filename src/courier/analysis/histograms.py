@@ -68,9 +68,10 @@ def grouping_names(keys: Sequence[str], key_sets: Mapping[str, Sequence[str]]) -
     return stats.set_names([*keys, "bucket"], with_bucket)
 
 
-def latency_ns() -> Column:
-    """A classified request's response time in ns; null for errors, which have none."""
-    return sf.when(sf.col("outcome") != transforms.ERROR, sf.col("response_ns"))
+def latency_ns(error: str | int = transforms.ERROR) -> Column:
+    """A classified request's response time in ns; null for errors, which have none.
+    ``error`` is what the ``outcome`` column holds for one (or its code)."""
+    return sf.when(sf.col("outcome") != error, sf.col("response_ns"))
 
 
 def bucket_ns(ns: Column) -> Column:

@@ -41,7 +41,10 @@ def count(
     if unkeyed:  # collect would drop all their rows with those of no run
         raise ValueError(f"grouping sets without run_id: {unkeyed}")
     bounds = list(bounds)
-    located = requests.transform(transforms.with_run, bounds, "start_ns")
+    # Until the rows are named, outcome holds its code (transforms.outcome_code).
+    located = requests.transform(transforms.with_run, bounds, "start_ns").withColumn(
+        "outcome", transforms.outcome_code(sf.col("status"))
+    )
     at = sf.col("start_ns")
     start = transforms.of_run([b.start_ns for b in bounds])
     keep_from = transforms.of_run([b.keep_from_ns for b in bounds])
@@ -54,7 +57,7 @@ def count(
         sf.col(transforms.RUN).alias("run_id"),
         ((at >= keep_from) & (at < keep_until)).alias(MEASURED),
         window.alias(WINDOW),
-        throughput.second(bounds).alias(SECOND),
+        throughput.second(bounds, error=transforms.ERROR_CODE).alias(SECOND),
     )
     histogram_sets = {name: [*keys, MEASURED] for name, keys in fine.items()}
     histogram_sets[WINDOW] = ["run_id", WINDOW]
@@ -63,9 +66,14 @@ def count(
     bucket = response.BUCKET
     grains = [[k for k in what if k != WINDOW] + [bucket], ["run_id", WINDOW, SECOND, bucket]]
     plain = {SECOND: ["run_id", SECOND]}
-    found = response.request_histograms(keyed, histogram_sets, plain, grains)
-    run_id = transforms.run_id_of([b.run_id for b in bounds], "run_id")
-    return found.select(*(run_id.alias(c) if c == "run_id" else c for c in found.columns))
+    found = response.request_histograms(
+        keyed, histogram_sets, plain, grains, transforms.OUTCOME_CODES
+    )
+    named = {
+        "run_id": transforms.run_id_of([b.run_id for b in bounds], "run_id"),
+        "outcome": transforms.outcome_named(sf.col("outcome")),
+    }
+    return found.select(*(named[c].alias(c) if c in named else c for c in found.columns))
 
 
 def collect(found: DataFrame, fine: Mapping[str, Sequence[str]]) -> Counts:

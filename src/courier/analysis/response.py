@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as sf
 
-from courier.analysis import histograms, stats
+from courier.analysis import histograms, stats, transforms
 
 BUCKET = "bucket"
 GRAIN = "_grain"
@@ -27,6 +27,7 @@ def request_histograms(
     key_sets: Mapping[str, Sequence[str]],
     plain_sets: Mapping[str, Sequence[str]] | None = None,
     grains: Sequence[Sequence[str]] | None = None,
+    outcomes: Sequence[str | int] = transforms.OUTCOMES,
 ) -> DataFrame:
     """Counts by outcome and response-time histograms of classified requests, for several
     groupings in one pass: a row per grouping set, group and bucket (errors, which have
@@ -37,11 +38,12 @@ def request_histograms(
     With ``grains`` (key lists, each holding the keys of some of the sets), each record
     is counted once per grain, and every set is a regrouping of the small result of
     the first grain that holds its keys: fewer copies of every record go through the
-    hash aggregation than one per set."""
+    hash aggregation than one per set. ``outcomes`` are the values the ``outcome``
+    column holds for ok, miss and error (``stats.count_exprs``)."""
     plain = dict(plain_sets or {})
     sets = {name: [*ks, BUCKET] for name, ks in key_sets.items()} | plain
     keys = list(dict.fromkeys(k for ks in sets.values() for k in ks if k != BUCKET))
-    latency_ns = histograms.latency_ns()
+    latency_ns = histograms.latency_ns(error=outcomes[-1])
     bucketed = df.select(
         *keys,
         *([] if "outcome" in keys else ["outcome"]),
@@ -49,7 +51,7 @@ def request_histograms(
         histograms.bucket_ns(latency_ns).alias(BUCKET),
     )
     counted = [
-        *stats.count_exprs(),
+        *stats.count_exprs(outcomes),
         sf.count("latency_ns").alias("n"),
         *histograms.sums(sf.col("latency_ns"), exact=False),
     ]

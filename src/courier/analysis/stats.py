@@ -52,17 +52,20 @@ def describe_exprs(value: str, exact: bool) -> list[Column]:
     ]
 
 
-def count_exprs() -> list[Column]:
-    """Aggregate expressions counting requests by outcome."""
+def count_exprs(outcomes: Sequence[str | int] = transforms.OUTCOMES) -> list[Column]:
+    """Aggregate expressions counting requests by outcome; ``outcomes`` are the values
+    the ``outcome`` column holds for ok, miss and error (``transforms.OUTCOMES``, or
+    their codes)."""
+    ok, miss, error = outcomes
 
-    def count_of(outcome: str) -> Column:
+    def count_of(outcome: str | int) -> Column:
         return sf.sum(sf.when(sf.col("outcome") == outcome, 1).otherwise(0)).cast("long")
 
     return [
         sf.count(sf.lit(1)).alias("requests"),
-        count_of(transforms.OK).alias("ok"),
-        count_of(transforms.MISS).alias("misses"),
-        count_of(transforms.ERROR).alias("errors"),
+        count_of(ok).alias("ok"),
+        count_of(miss).alias("misses"),
+        count_of(error).alias("errors"),
     ]
 
 

@@ -18,16 +18,17 @@ from pyspark.sql import functions as sf
 from courier.analysis import stats, transforms, trimming
 
 
-def second(bounds: Sequence[trimming.Bounds]) -> Column:
+def second(bounds: Sequence[trimming.Bounds], error: str | int = transforms.ERROR) -> Column:
     """The whole second of its run's measured interval a completed request started in;
     null for errors, for requests outside the interval and in its last, partial second.
-    Reads the run's bounds by the ``run`` index of ``transforms.with_run``."""
+    Reads the run's bounds by the ``run`` index of ``transforms.with_run``; ``error`` is
+    what the ``outcome`` column holds for an error (or its code)."""
     keep_from = transforms.of_run([b.keep_from_ns for b in bounds])
     keep_until = transforms.of_run([b.keep_until_ns for b in bounds])
     whole = transforms.of_run([math.floor(b.measured_s) for b in bounds])
     at = sf.col("start_ns")
     index = sf.floor((at - keep_from) / 1e9)
-    counted = ((sf.col("outcome") != transforms.ERROR) & (at >= keep_from) & (at < keep_until)) & (
+    counted = ((sf.col("outcome") != error) & (at >= keep_from) & (at < keep_until)) & (
         index < whole
     )
     return sf.when(counted, index)

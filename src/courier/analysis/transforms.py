@@ -22,6 +22,9 @@ from courier.measurements import record_schema
 OK = "ok"
 MISS = "miss"
 ERROR = "error"
+OUTCOMES = (OK, MISS, ERROR)
+"""The outcomes, each at the index that is its code (``outcome_code``)."""
+OUTCOME_CODES = (OK_CODE, MISS_CODE, ERROR_CODE) = (0, 1, 2)
 MISS_STATUSES = ("QUEUE_EMPTY", "NO_MESSAGE")
 NS_PER_MS = 1e6
 NS_PER_S = 1e9
@@ -40,6 +43,22 @@ def outcome_of(status: Column) -> Column:
         .when(status.isin(*MISS_STATUSES), sf.lit(MISS))
         .otherwise(sf.lit(ERROR))
     )
+
+
+def outcome_code(status: Column) -> Column:
+    """The outcome as its index in ``OUTCOMES``: an aggregation that tests the outcome
+    of every record several times, and groups by it, compares numbers faster than
+    strings."""
+    return (
+        sf.when(status == "OK", sf.lit(OK_CODE))
+        .when(status.isin(*MISS_STATUSES), sf.lit(MISS_CODE))
+        .otherwise(sf.lit(ERROR_CODE))
+    )
+
+
+def outcome_named(code: Column) -> Column:
+    """The outcome an ``outcome_code`` stands for."""
+    return sf.element_at(sf.array(*(sf.lit(o) for o in OUTCOMES)), (code + 1).cast("int"))
 
 
 def classify(requests: DataFrame) -> DataFrame:
