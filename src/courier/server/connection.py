@@ -88,12 +88,13 @@ class Connection:
         self._writer = writer
         self._transport = writer.transport
         self._transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
+        self._loop = asyncio.get_running_loop()
         self._services = services
         self._frame_timeout = settings.frame_timeout
         self._frame_deadline: float | None = None  # loop time; set while a frame is partial
         self._login_timeout = settings.login_timeout
         self._idle_timeout = settings.idle_timeout
-        self._last_heard = asyncio.get_running_loop().time()
+        self._last_heard = self._loop.time()
         self._login_deadline: float | None = None  # loop time; set while not logged in
         self._start_login_clock()
         self._seat = admission.Seat(places, self)
@@ -106,6 +107,9 @@ class Connection:
         self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._reading: asyncio.Task[None] | None = None
+        self._watchdog: asyncio.TimerHandle | None = None  # at or before the next deadline
+        self._in_read = False  # the deadlines apply only while waiting for a chunk
+        self._overdue = False  # the watchdog cancelled the read
         self._stopping = False
         self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
         self._written = 0  # bytes handed to the transport, to tell whether the peer reads
@@ -119,12 +123,14 @@ class Connection:
 
     async def serve(self) -> None:
         """Serve until the peer leaves, the stream breaks, or ``stop`` is called."""
-        self._reading = asyncio.get_running_loop().create_task(self._read_loop())
+        self._reading = self._loop.create_task(self._read_loop())
         try:
             await asyncio.wait({self._reading})
             await self._finish()
         finally:
             self._abandon()
+            if self._watchdog is not None:
+                self._watchdog.cancel()
 
     def push_out(self) -> None:
         """Newer connections need the place of this one, which has not logged in."""
@@ -151,7 +157,7 @@ class Connection:
                 return
             if not data:
                 return
-            self._last_heard = asyncio.get_running_loop().time()
+            self._last_heard = self._loop.time()
             arrived_ns = time.perf_counter_ns()
             wall_ns = time.time_ns() if self._recorder is not None else 0
             try:
@@ -172,14 +178,59 @@ class Connection:
             self._watch_partial_frame(completed=bool(raws))
 
     async def _read(self) -> bytes:
-        """The next chunk, b"" at the end; TimeoutError once a partial frame or the
-        login is overdue."""
+        """The next chunk, b"" at the end; TimeoutError once a partial frame, the login
+        or the idle time is overdue."""
+        self._watch()
+        self._in_read = True
+        try:
+            return await self._reader.read(READ_SIZE)
+        except asyncio.CancelledError:
+            if not self._overdue:
+                raise
+            self._overdue = False
+            task = asyncio.current_task()
+            if task is not None and task.uncancel() > 0:  # stopped as well
+                raise
+            raise TimeoutError from None
+        finally:
+            self._in_read = False
+
+    def _deadline(self) -> float | None:
+        """The earliest deadline now in force (loop time), if any."""
         deadlines = [d for d in (self._frame_deadline, self._login_deadline, self._idle_deadline)
                      if d is not None]  # fmt: skip
-        if not deadlines:
-            return await self._reader.read(READ_SIZE)
-        async with asyncio.timeout_at(min(deadlines)):
-            return await self._reader.read(READ_SIZE)
+        return min(deadlines, default=None)
+
+    def _watch(self) -> None:
+        """Make sure the watchdog goes off no later than the current deadline.
+
+        One timer serves many reads: a timer per read (``asyncio.timeout``) cost a
+        twelfth of the middleware's CPU per request. The idle deadline moves later
+        with every chunk, so the watchdog usually goes off early, finds the deadline
+        moved, and sets itself again."""
+        deadline = self._deadline()
+        if deadline is None:
+            return
+        if self._watchdog is not None:
+            if self._watchdog.when() <= deadline:
+                return
+            self._watchdog.cancel()
+        self._watchdog = self._loop.call_at(deadline, self._on_watchdog)
+
+    def _on_watchdog(self) -> None:
+        """End the read if a deadline has passed while it waits; otherwise wait on.
+        Outside a read nothing is due: the next read sets the watchdog again."""
+        self._watchdog = None
+        if not self._in_read or self._reading is None:
+            return
+        deadline = self._deadline()
+        if deadline is None:
+            return
+        if self._loop.time() < deadline:
+            self._watchdog = self._loop.call_at(deadline, self._on_watchdog)
+            return
+        self._overdue = True
+        self._reading.cancel()
 
     @property
     def _idle_deadline(self) -> float | None:
@@ -188,7 +239,7 @@ class Connection:
         return self._last_heard + self._idle_timeout
 
     def _start_login_clock(self) -> None:
-        self._login_deadline = asyncio.get_running_loop().time() + self._login_timeout
+        self._login_deadline = self._loop.time() + self._login_timeout
 
     def _watch_partial_frame(self, *, completed: bool) -> None:
         """Start the clock when a frame begins to arrive; stop it when none is partial.
@@ -199,10 +250,10 @@ class Connection:
         if not self._decoder.buffered:
             self._frame_deadline = None
         elif completed or self._frame_deadline is None:
-            self._frame_deadline = asyncio.get_running_loop().time() + self._frame_timeout
+            self._frame_deadline = self._loop.time() + self._frame_timeout
 
     def _reject_overdue(self) -> None:
-        now = asyncio.get_running_loop().time()
+        now = self._loop.time()
         idle_deadline = self._idle_deadline
         if self._login_deadline is not None and now >= self._login_deadline:
             log.debug("%s did not log in within %gs; dropping it", self.peer, self._login_timeout)
@@ -231,7 +282,7 @@ class Connection:
     async def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> None:
         await self._slots.acquire()
         request = Incoming(raw, self.session, arrived_ns, wall_ns)
-        task = asyncio.get_running_loop().create_task(self._answer(request))
+        task = self._loop.create_task(self._answer(request))
         self._tasks[task] = raw.opcode
         task.add_done_callback(self._forget)
         if raw.opcode in WAITING_OPCODES:
@@ -395,7 +446,7 @@ class Connection:
     def _write(self, data: bytes) -> int:
         """Queue one whole frame for this turn's write; returns when it was queued."""
         if not self._outbox:
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
         self._outbox.append(data)
         return time.perf_counter_ns()
 
