@@ -60,12 +60,15 @@ class Connection:
         self.address = address
         self.label = label(address)
         self._writer = writer
+        self._loop = asyncio.get_running_loop()
         self._decoder = protocol.Decoder(MAX_REPLY_BYTES)
         self._pending: dict[int, asyncio.Future[Arrival]] = {}
+        self._due: dict[int, float] = {}  # request id -> loop time its reply is due by
+        self._watchdog: asyncio.TimerHandle | None = None  # at or before the earliest due
         self._orphans: dict[int, Callable[[protocol.Reply], None]] = {}  # see ``abandon``
         self._lost_reason: str | None = None
         self._refusal: errors.CourierError | None = None
-        self._last_sent = asyncio.get_running_loop().time()
+        self._last_sent = self._loop.time()
         self._keeping_alive: asyncio.Task[None] | None = None
         self._reader_task = asyncio.create_task(self._read_replies(reader))
 
@@ -101,20 +104,61 @@ class Connection:
         """
         if self._lost_reason is not None:
             raise self._lost()
-        future: asyncio.Future[Arrival] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[Arrival] = self._loop.create_future()
         self._pending[request_id] = future
+        due = None if timeout is None else self._loop.time() + timeout
         try:
             if not self._send(frame):
                 raise self._lost()
-            async with asyncio.timeout(timeout):
-                await self._drain()
-                return await future
+            if self._writing_paused():  # the server is behind: wait, within the timeout
+                async with asyncio.timeout_at(due):
+                    await self._drain()
+            if due is not None:
+                self._due[request_id] = due
+                self._watch(due)
+            return await future
         except TimeoutError:
             raise errors.RequestTimeout(f"no reply from {self.label} within {timeout:g}s") from None
         finally:
             self._pending.pop(request_id, None)
+            self._due.pop(request_id, None)
             if future.done() and not future.cancelled():
                 future.exception()  # seen: the call raised its own error, or was answered
+
+    def _writing_paused(self) -> bool:
+        """Whether a drain may wait: more is buffered for the server than the
+        transport's low-water mark (it resumes writing only at or below it)."""
+        transport = self._writer.transport
+        low, _ = transport.get_write_buffer_limits()
+        return transport.get_write_buffer_size() > low
+
+    def _watch(self, due: float) -> None:
+        """Make sure the watchdog goes off no later than ``due``.
+
+        One timer serves every call on the connection: a timeout per call
+        (``asyncio.timeout``) cost a sixth of the client's CPU per request. Replies
+        usually come long before they are due, so the watchdog mostly goes off to
+        find nothing overdue and sets itself for the earliest call still waiting."""
+        if self._watchdog is not None:
+            if self._watchdog.when() <= due:
+                return
+            self._watchdog.cancel()
+        self._watchdog = self._loop.call_at(due, self._on_watchdog)
+
+    def _on_watchdog(self) -> None:
+        """Fail every call whose reply is overdue (with TimeoutError, which ``exchange``
+        turns into RequestTimeout); watch for the next one."""
+        self._watchdog = None
+        now = self._loop.time()
+        for request_id, due in list(self._due.items()):
+            if due > now:
+                continue
+            del self._due[request_id]
+            future = self._pending.get(request_id)
+            if future is not None and not future.done():
+                future.set_exception(TimeoutError())
+        if self._due:
+            self._watch(min(self._due.values()))
 
     def post(self, frame: bytes) -> None:
         """Send a request whose reply nobody waits for (it is dropped when it comes)."""
@@ -128,7 +172,7 @@ class Connection:
         self._keeping_alive = asyncio.create_task(self._ping_when_idle(interval, ping))
 
     async def _ping_when_idle(self, interval: float, ping: Callable[[], bytes]) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         while self._lost_reason is None:
             await asyncio.sleep(max(0.0, self._last_sent + interval - loop.time()))
             if self._lost_reason is None and loop.time() - self._last_sent >= interval:
@@ -143,7 +187,7 @@ class Connection:
         try:
             if not self._writer.is_closing():
                 self._writer.write(frame)
-                self._last_sent = asyncio.get_running_loop().time()
+                self._last_sent = self._loop.time()
                 return True
         except RuntimeError:  # uvloop: "the handler is closed"
             pass
@@ -223,6 +267,9 @@ class Connection:
         self._lost_reason = reason
         if self._keeping_alive is not None:
             self._keeping_alive.cancel()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            self._watchdog = None
         if self._pending:
             log.debug("%s lost (%s): failing %d calls", self.label, reason, len(self._pending))
         for future in self._pending.values():

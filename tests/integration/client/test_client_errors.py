@@ -217,6 +217,30 @@ async def test_no_reply_in_time_is_a_request_timeout(connect: Connect, impostor:
         await connect(await impostor(None), request_timeout=0.3)
 
 
+async def test_each_call_times_out_at_its_own_deadline(impostor: Impostor) -> None:
+    """Calls with different timeouts share one connection: a short one sent after a
+    long one still fails on time, and the long one when its own time is up."""
+    host, port = (await impostor(None)).rsplit(":", 1)
+    link = await connection.Connection.open((host, int(port)), timeout=5)
+    loop = asyncio.get_running_loop()
+
+    async def timed_out_after(request_id: int, timeout: float) -> float:
+        began = loop.time()
+        with pytest.raises(errors.RequestTimeout, match=f"within {timeout:g}s"):
+            await link.exchange(request_id, protocol.encode(request_id, protocol.Ping()), timeout)
+        return loop.time() - began
+
+    try:
+        long = asyncio.create_task(timed_out_after(1, 1.5))
+        await asyncio.sleep(0.05)
+        short = await timed_out_after(2, 0.2)
+        assert 0.2 <= short < 0.6
+        assert not long.done()
+        assert 1.5 <= await long < 2.5
+    finally:
+        await link.close()
+
+
 async def test_a_late_error_reply_does_not_change_how_later_calls_fail(
     start_server: StartServer, unique: Unique
 ) -> None:
