@@ -116,9 +116,10 @@ class Repository:
         pool: config.PoolSettings = DEFAULT_POOL,
         limits: config.Limits = DEFAULT_LIMITS,
     ) -> Repository:
-        """Open a pool on dsn; Unavailable when the database cannot be reached."""
+        """Open a pool on dsn (``pools.open_pool``: released connections are not
+        reset); Unavailable when the database cannot be reached."""
         try:
-            opened = await asyncpg.create_pool(dsn, min_size=pool.min_size, max_size=pool.max_size)
+            opened = await pools.open_pool(dsn, pool)
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
         return cls(opened, limits, pool)

@@ -25,6 +25,20 @@ async def test_a_released_connection_keeps_its_session_as_it_was(dsn: str) -> No
         await pools.close_pool(pool)
 
 
+async def test_a_repository_opened_by_dsn_releases_as_the_middleware_does(dsn: str) -> None:
+    """``Repository.connect`` (the controller, the benchmarks' database tier) opens
+    the middleware's pool: no reset round trip per call either."""
+    repo = await repository.Repository.connect(dsn, POOL)
+    try:
+        async with repo.pool.acquire() as connection:
+            await connection.execute("SET application_name = 'courier-kept'")
+        await repo.list_queues()  # a call through the pool releases its connection
+        async with repo.pool.acquire() as connection:
+            assert await connection.fetchval("SHOW application_name") == "courier-kept"
+    finally:
+        await repo.close()
+
+
 async def test_a_transaction_left_open_is_still_rolled_back_on_release(dsn: str) -> None:
     pool = await pools.open_pool(dsn, POOL)
     try:
