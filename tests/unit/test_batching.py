@@ -175,3 +175,24 @@ async def test_a_batch_answered_wrongly_fails_its_callers_and_is_not_run_again(
     assert all(isinstance(outcome, errors.InternalError) for outcome in outcomes)
     assert calls == [[1, 2, 3]]  # a call that may have committed is never repeated
     assert "answering a batch of 3 failed" in caplog.text
+
+
+def test_a_request_the_database_left_unanswered_gets_its_own_error() -> None:
+    """An exchange's rows answer each request they name; one no row names fails
+    alone (an ack too, whose answer would otherwise be None), and a batch read may
+    rightly get no row at all."""
+    operations: list[repository.Operation] = [
+        repository.SendRequest(1, [7], b"sent"),
+        repository.SendRequest(1, [7], b"lost"),
+        repository.AckRequest(1, 99),
+        repository.AckRequest(1, 98),
+        repository.PopManyRequest(1, 7, 5),
+    ]
+    answers = repository._Answers(operations)
+    answers.take(0, {"status": 0, "message": None, "message_ids": [41]})
+    answers.take(3, {"status": 0, "message": None})
+    sent, lost, unacked, acked, popped = answers.finished()
+    assert sent == [41] and acked is None and popped == []
+    for missing in (lost, unacked):
+        assert isinstance(missing, errors.InternalError)
+        assert "unanswered" in missing.message

@@ -1278,6 +1278,9 @@ class _AckNumbers:
 
 
 _UNANSWERED = "the database left this request of the batch unanswered"
+_MISSING: Any = object()
+"""A single request's answer until its row arrives (``_Answers.finished`` makes the
+error): most are answered, so the error is not built up front."""
 
 
 class _Answers:
@@ -1298,15 +1301,17 @@ class _Answers:
             self.answers[index] = exc
 
     def finished(self) -> list[Any]:
-        """The answers, once every row is in: a batch send that got fewer ids than it
-        has drafts fails (it cannot have been stored in part: it is one statement)."""
+        """The answers, once every row is in: a request no row answered fails, and so
+        does a batch send that got fewer ids than it has drafts (it cannot have been
+        stored in part: it is one statement)."""
         for index, operation in enumerate(self.operations):
             answer = self.answers[index]
-            if (
+            short = (
                 isinstance(operation, SendManyRequest)
                 and isinstance(answer, list)
                 and len(answer) != len(operation.drafts)
-            ):
+            )
+            if answer is _MISSING or short:
                 self.answers[index] = errors.InternalError(_UNANSWERED)
         return self.answers
 
@@ -1336,7 +1341,7 @@ def _unanswered(operation: Operation) -> Any:
     if isinstance(operation, AckManyRequest):
         return [models.Settled(delivery, errors.Status.INTERNAL, _UNANSWERED)
                 for delivery in operation.delivery_ids]  # fmt: skip
-    return errors.InternalError(_UNANSWERED)
+    return _MISSING
 
 
 def _answer(operation: Operation, row: Any) -> Any:
