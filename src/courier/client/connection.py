@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from courier import errors, protocol, tls
+from courier import errors, protocol, tls, watchdog
 from courier.protocol import frames
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class Connection:
         self._decoder = protocol.Decoder(MAX_REPLY_BYTES)
         self._pending: dict[int, asyncio.Future[Arrival]] = {}
         self._due: dict[int, float] = {}  # request id -> loop time its reply is due by
-        self._watchdog: asyncio.TimerHandle | None = None  # at or before the earliest due
+        self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
         self._orphans: dict[int, Callable[[protocol.Reply], None]] = {}  # see ``abandon``
         self._lost_reason: str | None = None
         self._refusal: errors.CourierError | None = None
@@ -115,7 +115,7 @@ class Connection:
                     await self._drain()
             if due is not None:
                 self._due[request_id] = due
-                self._watch(due)
+                self._watchdog.expect_by(due)
             return await future
         except TimeoutError:
             raise errors.RequestTimeout(f"no reply from {self.label} within {timeout:g}s") from None
@@ -132,23 +132,11 @@ class Connection:
         low, _ = transport.get_write_buffer_limits()
         return transport.get_write_buffer_size() > low
 
-    def _watch(self, due: float) -> None:
-        """Make sure the watchdog goes off no later than ``due``.
-
-        One timer serves every call on the connection: a timeout per call
-        (``asyncio.timeout``) cost a sixth of the client's CPU per request. Replies
-        usually come long before they are due, so the watchdog mostly goes off to
-        find nothing overdue and sets itself for the earliest call still waiting."""
-        if self._watchdog is not None:
-            if self._watchdog.when() <= due:
-                return
-            self._watchdog.cancel()
-        self._watchdog = self._loop.call_at(due, self._on_watchdog)
-
     def _on_watchdog(self) -> None:
         """Fail every call whose reply is overdue (with TimeoutError, which ``exchange``
-        turns into RequestTimeout); watch for the next one."""
-        self._watchdog = None
+        turns into RequestTimeout); watch for the next one. One timer serves every
+        call on the connection (a timeout per call cost a sixth of the client's CPU
+        per request): it mostly goes off to find the calls it was set for answered."""
         now = self._loop.time()
         for request_id, due in list(self._due.items()):
             if due > now:
@@ -158,7 +146,7 @@ class Connection:
             if future is not None and not future.done():
                 future.set_exception(TimeoutError())
         if self._due:
-            self._watch(min(self._due.values()))
+            self._watchdog.expect_by(min(self._due.values()))
 
     def post(self, frame: bytes) -> None:
         """Send a request whose reply nobody waits for (it is dropped when it comes)."""
@@ -267,9 +255,7 @@ class Connection:
         self._lost_reason = reason
         if self._keeping_alive is not None:
             self._keeping_alive.cancel()
-        if self._watchdog is not None:
-            self._watchdog.cancel()
-            self._watchdog = None
+        self._watchdog.cancel()
         if self._pending:
             log.debug("%s lost (%s): failing %d calls", self.label, reason, len(self._pending))
         for future in self._pending.values():

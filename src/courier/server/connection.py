@@ -40,7 +40,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from courier import config, errors, protocol
+from courier import config, errors, protocol, watchdog
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
 from courier.server import admission, backend, handlers, measurement_hook, metrics, session
@@ -107,7 +107,7 @@ class Connection:
         self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
         self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
         self._reading: asyncio.Task[None] | None = None
-        self._watchdog: asyncio.TimerHandle | None = None  # at or before the next deadline
+        self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
         self._in_read = False  # the deadlines apply only while waiting for a chunk
         self._overdue = False  # the watchdog cancelled the read
         self._stopping = False
@@ -129,8 +129,7 @@ class Connection:
             await self._finish()
         finally:
             self._abandon()
-            if self._watchdog is not None:
-                self._watchdog.cancel()
+            self._watchdog.cancel()
 
     def push_out(self) -> None:
         """Newer connections need the place of this one, which has not logged in."""
@@ -202,32 +201,24 @@ class Connection:
         return min(deadlines, default=None)
 
     def _watch(self) -> None:
-        """Make sure the watchdog goes off no later than the current deadline.
-
-        One timer serves many reads: a timer per read (``asyncio.timeout``) cost a
-        twelfth of the middleware's CPU per request. The idle deadline moves later
-        with every chunk, so the watchdog usually goes off early, finds the deadline
-        moved, and sets itself again."""
+        """Make sure the watchdog goes off by the current deadline. One timer serves
+        many reads (a timer per read cost a twelfth of the middleware's CPU per
+        request): the idle deadline moves later with every chunk, so the watchdog
+        usually goes off early, finds the deadline moved, and waits on."""
         deadline = self._deadline()
-        if deadline is None:
-            return
-        if self._watchdog is not None:
-            if self._watchdog.when() <= deadline:
-                return
-            self._watchdog.cancel()
-        self._watchdog = self._loop.call_at(deadline, self._on_watchdog)
+        if deadline is not None:
+            self._watchdog.expect_by(deadline)
 
     def _on_watchdog(self) -> None:
         """End the read if a deadline has passed while it waits; otherwise wait on.
         Outside a read nothing is due: the next read sets the watchdog again."""
-        self._watchdog = None
         if not self._in_read or self._reading is None:
             return
         deadline = self._deadline()
         if deadline is None:
             return
         if self._loop.time() < deadline:
-            self._watchdog = self._loop.call_at(deadline, self._on_watchdog)
+            self._watchdog.expect_by(deadline)
             return
         self._overdue = True
         self._reading.cancel()
