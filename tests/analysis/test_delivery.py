@@ -68,6 +68,24 @@ def timed(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     )
 
 
+def test_each_message_id_is_paired_with_the_queue_at_its_position(spark: SparkSession) -> None:
+    """One call's ids and queues are parallel lists: the event of the id at a position
+    carries the queue at that position, whatever the order of either."""
+    schema = io.SPARK_SCHEMAS[record_schema.CLIENT_REQUESTS]
+    send = {**request("send", 20 * S, [30, 10, 20]), "queue_ids": [9, 7, 8]}
+    take = {**request("receive_many", 21 * S, [20, 30]), "queue_ids": [8, 9]}
+    found = (
+        spark.createDataFrame([send, take], schema)
+        .transform(transforms.classify)
+        .transform(delivery.events, RUN_IDS)
+        .select("message_id", "queue_id", "stored")
+        .collect()
+    )
+    assert sorted(tuple(row) for row in found) == [
+        (10, 7, True), (20, 8, False), (20, 8, True), (30, 9, False), (30, 9, True),
+    ]  # fmt: skip
+
+
 def test_a_message_is_timed_from_its_send_to_the_first_read_that_took_it(
     spark: SparkSession,
 ) -> None:

@@ -38,10 +38,15 @@ def millis(column: str) -> Column:
 
 
 def outcome_of(status: Column) -> Column:
+    return _by_status(status, *OUTCOMES)
+
+
+def _by_status(status: Column, ok: str | int, miss: str | int, error: str | int) -> Column:
+    """``ok``, ``miss`` or ``error``, as the status is."""
     return (
-        sf.when(status == "OK", sf.lit(OK))
-        .when(status.isin(*MISS_STATUSES), sf.lit(MISS))
-        .otherwise(sf.lit(ERROR))
+        sf.when(status == "OK", sf.lit(ok))
+        .when(status.isin(*MISS_STATUSES), sf.lit(miss))
+        .otherwise(sf.lit(error))
     )
 
 
@@ -49,11 +54,7 @@ def outcome_code(status: Column) -> Column:
     """The outcome as its index in ``OUTCOMES``: an aggregation that tests the outcome
     of every record several times, and groups by it, compares numbers faster than
     strings."""
-    return (
-        sf.when(status == "OK", sf.lit(OK_CODE))
-        .when(status.isin(*MISS_STATUSES), sf.lit(MISS_CODE))
-        .otherwise(sf.lit(ERROR_CODE))
-    )
+    return _by_status(status, *OUTCOME_CODES)
 
 
 def outcome_named(code: Column) -> Column:

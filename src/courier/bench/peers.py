@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+import asyncpg
+
 from courier import certificates, config, errors, models
 from courier.bench import database, defaults, loop
 from courier.client import AsyncClient
@@ -213,9 +215,11 @@ class DatabaseTarget:
         self, clients: Sequence[int], body: str, stack: contextlib.AsyncExitStack
     ) -> list[loop.Peer]:
         # One connection per client, as if each held its own; released as the
-        # middleware's are, without a reset round trip (``pools.open_pool``).
+        # middleware's are, without a reset round trip.
         size = len(clients)
-        pool = await pools.open_pool(self.dsn, config.PoolSettings(min_size=size, max_size=size))
+        pool = await asyncpg.create_pool(
+            self.dsn, min_size=size, max_size=size, reset=pools.keep_session
+        )
         stack.push_async_callback(pool.close)
         repo = repository.Repository(pool)
         return [

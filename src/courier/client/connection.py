@@ -113,7 +113,7 @@ class Connection:
             if self._writing_paused():  # the server is behind: wait, within the timeout
                 async with asyncio.timeout_at(due):
                     await self._drain()
-            if due is not None:
+            if due is not None and not future.done():  # not failed by a loss meanwhile
                 self._due[request_id] = due
                 self._watchdog.expect_by(due)
             return await future

@@ -116,10 +116,13 @@ class Repository:
         pool: config.PoolSettings = DEFAULT_POOL,
         limits: config.Limits = DEFAULT_LIMITS,
     ) -> Repository:
-        """Open a pool on dsn (``pools.open_pool``: released connections are not
-        reset); Unavailable when the database cannot be reached."""
+        """Open a pool on dsn whose connections are released as the middleware's are,
+        without a reset round trip (``pools.keep_session``); Unavailable when the
+        database cannot be reached."""
         try:
-            opened = await pools.open_pool(dsn, pool)
+            opened = await asyncpg.create_pool(
+                dsn, min_size=pool.min_size, max_size=pool.max_size, reset=pools.keep_session
+            )
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
         return cls(opened, limits, pool)

@@ -234,9 +234,9 @@ async def test_each_call_times_out_at_its_own_deadline(impostor: Impostor) -> No
         long = asyncio.create_task(timed_out_after(1, 1.5))
         await asyncio.sleep(0.05)
         short = await timed_out_after(2, 0.2)
-        assert 0.2 <= short < 0.6
+        assert 0.2 <= short < 1.2  # well before the long call's 1.5 s
         assert not long.done()
-        assert 1.5 <= await long < 2.5
+        assert 1.5 <= await long < 4
     finally:
         await link.close()
 
