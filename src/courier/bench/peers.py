@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-import asyncpg
-
 from courier import certificates, config, errors, models
 from courier.bench import database, defaults, loop
 from courier.client import AsyncClient
@@ -216,10 +214,7 @@ class DatabaseTarget:
     ) -> list[loop.Peer]:
         # One connection per client, as if each held its own; released as the
         # middleware's are, without a reset round trip.
-        size = len(clients)
-        pool = await asyncpg.create_pool(
-            self.dsn, min_size=size, max_size=size, reset=pools.keep_session
-        )
+        pool = await pools.create_pool(self.dsn, len(clients), len(clients))
         stack.push_async_callback(pool.close)
         repo = repository.Repository(pool)
         return [

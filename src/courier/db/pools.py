@@ -33,8 +33,14 @@ async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
 
 async def open_pool(dsn: str, pool: config.PoolSettings) -> asyncpg.Pool:
     """The instance's connection pool; fails with Unavailable if the database is down."""
+    return await create_pool(dsn, pool.min_size, pool.max_size, connect=connect)
+
+
+async def create_pool(dsn: str, min_size: int, max_size: int, **options: Any) -> asyncpg.Pool:
+    """An asyncpg pool for stored-function calls, whose connections are released as
+    they are (``keep_session``); ``options`` go to ``asyncpg.create_pool``."""
     opened: asyncpg.Pool = await asyncpg.create_pool(
-        dsn, min_size=pool.min_size, max_size=pool.max_size, connect=connect, reset=keep_session
+        dsn, min_size=min_size, max_size=max_size, reset=keep_session, **options
     )
     return opened
 

@@ -117,12 +117,10 @@ class Repository:
         limits: config.Limits = DEFAULT_LIMITS,
     ) -> Repository:
         """Open a pool on dsn whose connections are released as the middleware's are,
-        without a reset round trip (``pools.keep_session``); Unavailable when the
+        without a reset round trip (``pools.create_pool``); Unavailable when the
         database cannot be reached."""
         try:
-            opened = await asyncpg.create_pool(
-                dsn, min_size=pool.min_size, max_size=pool.max_size, reset=pools.keep_session
-            )
+            opened = await pools.create_pool(dsn, pool.min_size, pool.max_size)
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
         return cls(opened, limits, pool)
