@@ -59,7 +59,13 @@ def outcome_code(status: Column) -> Column:
 
 def outcome_named(code: Column) -> Column:
     """The outcome an ``outcome_code`` stands for."""
-    return sf.element_at(sf.array(*(sf.lit(o) for o in OUTCOMES)), (code + 1).cast("int"))
+    return _at(OUTCOMES, code)
+
+
+def _at(values: Sequence[str | int], index: Column) -> Column:
+    """``values[index]`` from an array literal: a lookup by number; null for a null
+    index."""
+    return sf.element_at(sf.array(*(sf.lit(v) for v in values)), (index + 1).cast("int"))
 
 
 def classify(requests: DataFrame) -> DataFrame:
@@ -106,7 +112,7 @@ def with_run(records_df: DataFrame, bounds: Sequence[trimming.Bounds], instant: 
 def of_run(values: Sequence[int], run: str = RUN) -> Column:
     """The value of each record's run: ``values`` holds one per run, in the order of
     the bounds ``with_run`` was given, and ``run`` indexes it; null for a null index."""
-    return sf.element_at(sf.array(*(sf.lit(v) for v in values)), (sf.col(run) + 1).cast("int"))
+    return _at(values, sf.col(run))
 
 
 def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
