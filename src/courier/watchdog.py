@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 
 class Watchdog:
-    """Calls ``on_due`` (loop time) no later than the earliest ``expect_by``."""
+    """Calls ``on_due`` no later than the earliest loop time given to ``expect_by``
+    since it last went off (or was cancelled)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_due: Callable[[], None]) -> None:
         self._loop = loop
