@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import asyncpg
@@ -70,4 +71,33 @@ async def test_a_statement_past_its_timeout_is_cancelled_and_unavailable(dsn: st
         assert (await repo.get_queue(queue.id)).message_count == 0
     finally:
         await blocker.close()
+        await repo.close()
+
+
+async def test_a_call_waits_for_a_taken_connection_no_longer_than_the_acquire_timeout(
+    dsn: str,
+) -> None:
+    timeouts = config.PoolSettings(min_size=1, max_size=1, acquire_timeout=0.3)
+    repo = repository.Repository(await pools.open_pool(dsn, timeouts), timeouts=timeouts)
+    try:
+        async with repo.pool.acquire():  # the pool's one connection, taken
+            started = time.monotonic()
+            with pytest.raises(errors.Unavailable, match=r"no database connection was free"):
+                await asyncio.wait_for(repo.list_queues(), 5)
+            assert 0.25 <= time.monotonic() - started < 3
+        assert await repo.list_queues() == []  # free again: answered at once
+    finally:
+        await repo.close()
+
+
+async def test_a_call_gets_a_connection_released_while_it_waits(dsn: str) -> None:
+    timeouts = config.PoolSettings(min_size=1, max_size=1, acquire_timeout=5.0)
+    repo = repository.Repository(await pools.open_pool(dsn, timeouts), timeouts=timeouts)
+    try:
+        async with repo.pool.acquire():
+            waiting = asyncio.create_task(repo.list_queues())
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+        assert await asyncio.wait_for(waiting, 5) == []
+    finally:
         await repo.close()
