@@ -38,20 +38,9 @@ async def open_pool(dsn: str, pool: config.PoolSettings) -> asyncpg.Pool:
 
 async def create_pool(dsn: str, min_size: int, max_size: int, **options: Any) -> asyncpg.Pool:
     """An asyncpg pool for stored-function calls, whose connections are released as
-    they are (``keep_session``) and kept open while idle; ``options`` go to
-    ``asyncpg.create_pool``.
-
-    asyncpg closes a connection left idle for five minutes by default, which costs a
-    timer set on every release and cancelled on the next acquire: about a sixth of
-    a call's CPU in the middleware (docs/performance.md, "The pool's own cost"). A
-    pool keeps at most ``max_size`` connections either way."""
+    they are (``keep_session``); ``options`` go to ``asyncpg.create_pool``."""
     opened: asyncpg.Pool = await asyncpg.create_pool(
-        dsn,
-        min_size=min_size,
-        max_size=max_size,
-        reset=keep_session,
-        max_inactive_connection_lifetime=0,
-        **options,
+        dsn, min_size=min_size, max_size=max_size, reset=keep_session, **options
     )
     return opened
 

@@ -1069,12 +1069,8 @@ class Repository:
     async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection; UNAVAILABLE when none is free within the acquire timeout.
         Failures inside come out translated."""
-        # A free connection is handed over at once. asyncpg runs an acquire that has a
-        # timeout as a task of its own, with a timer (docs/performance.md, "The pool's
-        # own cost"), so the timeout guards only a wait for a connection.
-        timeout = None if self.pool.get_idle_size() else self._acquire_timeout
         try:
-            connection = await self.pool.acquire(timeout=timeout)
+            connection = await self.pool.acquire(timeout=self._acquire_timeout)
         except TimeoutError as exc:
             raise errors.Unavailable(
                 f"no database connection was free within {self._acquire_timeout:g}s"
