@@ -43,7 +43,8 @@ def request_histograms(
     plain = dict(plain_sets or {})
     sets = {name: [*ks, BUCKET] for name, ks in key_sets.items()} | plain
     keys = list(dict.fromkeys(k for ks in sets.values() for k in ks if k != BUCKET))
-    latency_ns = histograms.latency_ns(error=outcomes[-1])
+    _, _, error = outcomes  # ok, miss, error: as stats.count_exprs reads them
+    latency_ns = histograms.latency_ns(error=error)
     bucketed = df.select(
         *keys,
         *([] if "outcome" in keys else ["outcome"]),
