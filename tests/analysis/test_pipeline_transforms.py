@@ -115,24 +115,17 @@ def test_trim_keeps_the_half_open_measured_interval_of_each_run(spark: SparkSess
     testing.assertDataFrameEqual(trimmed.select("run_id", "start_ns"), expected)
 
 
-def test_run_time_and_windows(spark: SparkSession) -> None:
+def test_run_time_counts_seconds_from_the_runs_start(spark: SparkSession) -> None:
     bounds = [trimming.Bounds("r1", 10**9, 60 * 10**9, 2 * 10**9, 50 * 10**9)]
     df = spark.createDataFrame(
-        [("r1", 10**9), ("r1", 5_999_999_999 + 1), ("r1", 7 * 10**9), ("r1", 16 * 10**9 + 1)],
+        [("r1", 10**9), ("r1", 6 * 10**9), ("r1", 16 * 10**9 + 1), ("r9", 7 * 10**9)],
         "run_id string, ts_ns long",
     )
-    timed = df.transform(transforms.with_run_time, bounds, "ts_ns").transform(
-        transforms.with_window, 5.0
-    )
+    timed = df.transform(transforms.with_run_time, bounds, "ts_ns")
     expected = spark.createDataFrame(
-        [
-            ("r1", 10**9, 0.0, 0),
-            ("r1", 6 * 10**9, 5.0, 1),
-            ("r1", 7 * 10**9, 6.0, 1),
-            ("r1", 16 * 10**9 + 1, 15.000000001, 3),
-        ],
-        "run_id string, ts_ns long, t_s double, window long",
-    )
+        [("r1", 10**9, 0.0), ("r1", 6 * 10**9, 5.0), ("r1", 16 * 10**9 + 1, 15.000000001)],
+        "run_id string, ts_ns long, t_s double",
+    )  # r9 has no bounds: left out
     testing.assertDataFrameEqual(timed, expected)
 
 
@@ -157,18 +150,6 @@ def test_id_ranges_come_from_the_parquet_footers(tmp_path: Path) -> None:
         for name in ("client_id", "request_id")
     }
     assert io.id_ranges(files, ["no such kind"], ("client_id",)) is None
-
-
-def test_total_queue_depth_sums_queues_at_each_instant(spark: SparkSession) -> None:
-    depths = spark.createDataFrame(
-        [("r1", 10, 1, 3), ("r1", 10, 2, 4), ("r1", 20, 1, 5), ("r2", 10, 1, 9)],
-        "run_id string, ts_ns long, queue_id long, messages long",
-    )
-    expected = spark.createDataFrame(
-        [("r1", 10, 7), ("r1", 20, 5), ("r2", 10, 9)],
-        "run_id string, ts_ns long, messages long",
-    )
-    testing.assertDataFrameEqual(depths.transform(transforms.total_queue_depth), expected)
 
 
 def counted(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import types as spark_types
@@ -48,6 +49,19 @@ def test_reading_a_record_file_keeps_the_contract_columns(
             ARROW_TO_SPARK[f.type] for f in record_schema.arrow_schema(kind)
         ]
         assert df.count() > 0
+
+
+def test_spark_reads_the_encoded_record_files_to_the_values_written(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Thousands of rows: many blocks of delta-encoded numbers and of list values.
+    root = synthetic.write_experiment(tmp_path / "exp", factors={}, requests_per_run=3000)
+    for kind in synthetic.Shape().kinds:
+        paths = sorted((root / "r000" / kind).glob("*.parquet"))
+        written = pa.concat_tables(pq.read_table(path) for path in paths).to_pylist()
+        read = io.read(spark, kind, paths).toArrow().to_pylist()
+        assert len(read) == len(written) > 0, kind
+        assert sorted(map(repr, read)) == sorted(map(repr, written)), kind
 
 
 def test_a_kind_without_files_reads_as_an_empty_frame(spark: SparkSession) -> None:

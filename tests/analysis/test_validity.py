@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
-from pyspark.sql import DataFrame, SparkSession
 from scipy import stats as sp_stats
 
-from courier.analysis import errors, report, stats, transforms, trimming, validity
+from courier.analysis import errors, monitor, report, stats, trimming, validity
 from courier.measurements import manifest
 
 S = 1_000_000_000
@@ -23,31 +23,28 @@ FAST = {"delivered": 100, "within_5s": 1.0, "late_backlog": 0, "p90": 12.0}
 SLOW = {"delivered": 100, "within_5s": 0.5, "late_backlog": 0, "p90": 8_000.0}
 
 
-def depth_rows(spark: SparkSession, messages: list[int]) -> DataFrame:
+def depth_rows(messages: list[int]) -> pa.Table:
     """One total depth sample per second from t = 0, split over two queues."""
     rows = []
     for second, total in enumerate(messages):
         rows += [("r1", second * S, 1, total // 2), ("r1", second * S, 2, total - total // 2)]
-    return spark.createDataFrame(rows, "run_id string, ts_ns long, queue_id long, messages long")
+    return depth_table(rows)
 
 
-def depth_test(spark: SparkSession, messages: list[int]) -> stats.SlopeTest | None:
-    bounds = BOUNDS
-    aggregated = (
-        depth_rows(spark, messages)
-        .transform(transforms.total_queue_depth)
-        .transform(transforms.trim, bounds, "ts_ns")
-        .transform(transforms.with_run_time, bounds, "ts_ns")
-        .transform(validity.depth_regression)
-        .collect()
-    )
-    return stats.slope_test(aggregated[0].asDict())
+def depth_table(rows: list[tuple[str, int, int, int]]) -> pa.Table:
+    names = ("run_id", "ts_ns", "queue_id", "messages")
+    return pa.table(dict(zip(names, map(list, zip(*rows, strict=True)), strict=True)))
 
 
-def test_a_growing_queue_is_not_stable(spark: SparkSession) -> None:
+def depth_test(messages: list[int]) -> stats.SlopeTest | None:
+    totals = monitor.total_queue_depth(depth_rows(messages))
+    return stats.slope_test(monitor.depth_regressions(totals, BOUNDS)["r1"])
+
+
+def test_a_growing_queue_is_not_stable() -> None:
     noise = [3, -2, 0, 1, -1, 2, -3] * 10
     growing = [100 + second + noise[second] for second in range(70)]
-    result = depth_test(spark, growing)
+    result = depth_test(growing)
     measured = np.array(growing[5:65])  # the warm-up and cool-down samples are trimmed
     reference = sp_stats.linregress(np.arange(5, 65), measured)
     assert result is not None
@@ -58,10 +55,10 @@ def test_a_growing_queue_is_not_stable(spark: SparkSession) -> None:
     assert (row["p90_ok"], row["depth_stable"], row["valid"]) == (True, False, False)
 
 
-def test_a_flat_noisy_queue_is_stable(spark: SparkSession) -> None:
+def test_a_flat_noisy_queue_is_stable() -> None:
     noise = [3, -2, 0, 1, -1, 2, -3]
     flat = [50 + noise[second % 7] for second in range(70)]
-    result = depth_test(spark, flat)
+    result = depth_test(flat)
     reference = sp_stats.linregress(np.arange(5, 65), np.array(flat[5:65]))
     assert result is not None
     assert result.p_value == pytest.approx(reference.pvalue)
@@ -70,8 +67,8 @@ def test_a_flat_noisy_queue_is_stable(spark: SparkSession) -> None:
     assert (row["depth_stable"], row["valid"]) == (True, True)
 
 
-def test_an_empty_queue_throughout_is_stable(spark: SparkSession) -> None:
-    result = depth_test(spark, [0] * 70)
+def test_an_empty_queue_throughout_is_stable() -> None:
+    result = depth_test([0] * 70)
     assert result is not None
     assert (result.slope, result.significant) == (0.0, False)
 
@@ -137,28 +134,24 @@ def test_an_unknown_arrival_is_a_manifest_error(tmp_path: Path) -> None:
         manifest.load(tmp_path)
 
 
-def test_only_the_open_loop_run_is_judged(spark: SparkSession, tmp_path: Path) -> None:
+def test_only_the_open_loop_run_is_judged(tmp_path: Path) -> None:
     write_manifest(tmp_path, {"workload": {"rate": 20}}, {"arrival": ["closed", "open"]})
     experiment = manifest.load(tmp_path)
     growing = [100 + 2 * second for second in range(70)]
-    rows = [
-        (run_id, second * S, 1, total)
-        for run_id in ("r0", "r1")
-        for second, total in enumerate(growing)
-    ]
-    depths = spark.createDataFrame(rows, "run_id string, ts_ns long, queue_id long, messages long")
-    bounds = [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
-    regression = (
-        depths.transform(transforms.trim, bounds, "ts_ns")
-        .transform(transforms.with_run_time, bounds, "ts_ns")
-        .transform(validity.depth_regression)
-        .collect()
+    depths = depth_table(
+        [
+            (run_id, second * S, 1, total)
+            for run_id in ("r0", "r1")
+            for second, total in enumerate(growing)
+        ]
     )
+    bounds = [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
+    regression = monitor.depth_regressions(depths, bounds)
     table = validity.table(
         {"r0": "closed", "r1": "open"},
         {run.run_id: run.arrival for run in experiment.runs},
         {"r0": SLOW, "r1": SLOW},
-        {row["run_id"]: row.asDict() for row in regression},
+        regression,
     )
     by_run = {row["run_id"]: row for row in table.records()}
     assert validity.judged_runs(table) == ["r1"]

@@ -1,6 +1,7 @@
 """The experiment's records as DataFrames, ready for the computations.
 
-``load`` reads every record kind and fixes each run's measured interval. Nothing
+``load`` reads every record kind and fixes each run's measured interval; the few
+rows of the monitor kinds come to the driver as Arrow tables (``monitor``). Nothing
 is cached: each aggregation scans only the Parquet columns it needs, which costs
 less than building an in-memory cache of the records. The bounds reach Spark as
 literals (``transforms.bound``, ``transforms.of_run``), not as a table to join.
@@ -10,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as sf
 
-from courier.analysis import errors, io, transforms, trimming
+from courier.analysis import errors, io, monitor, transforms, trimming
 from courier.measurements import manifest as manifest_
 from courier.measurements import record_schema
 
@@ -31,6 +33,7 @@ class Inputs:
     measured: DataFrame  # the same, trimmed to the measured intervals
     notes: list[str] = field(default_factory=list)
     id_ranges: io.Ranges | None = None  # client and request ids, client and server records
+    monitors: dict[str, pa.Table] = field(default_factory=dict)  # monitor.KINDS, on the driver
 
     @property
     def configs(self) -> dict[str, str]:
@@ -54,7 +57,10 @@ def load(
     bounds = _bounds(experiment, requests, trim, notes)
     measured = requests.transform(transforms.trim, list(bounds.values()), "start_ns")
     ranges = io.id_ranges(files, REQUEST_KINDS, ("client_id", "request_id"))
-    return Inputs(spark, experiment, frames, present, bounds, requests, measured, notes, ranges)
+    monitors = monitor.read(files)
+    return Inputs(
+        spark, experiment, frames, present, bounds, requests, measured, notes, ranges, monitors
+    )
 
 
 REQUEST_KINDS = (record_schema.CLIENT_REQUESTS, record_schema.SERVER_REQUESTS)

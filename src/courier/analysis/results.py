@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+import pyarrow as pa
 from pyspark.sql import functions as sf
 
 from courier.analysis import (
@@ -21,6 +21,7 @@ from courier.analysis import (
     factorial,
     factors,
     histograms,
+    monitor,
     request_counts,
     response,
     stats,
@@ -221,33 +222,31 @@ TRACE_TITLES = {
 }
 
 
-def trace_tables(inputs: Inputs, window_s: float, counts: request_counts.Counts) -> traces.Traces:
-    """Per-window traces over whole runs (warm-up and cool-down included)."""
+Rows = list[dict[str, Any]]
 
-    def per_window(df: DataFrame, kind: str, instant: str, aggregate: Aggregate) -> Rows:
+
+def trace_tables(inputs: Inputs, window_s: float, counts: request_counts.Counts) -> traces.Traces:
+    """Per-window traces over whole runs (warm-up and cool-down included): requests from
+    the counts, the monitor kinds on the driver (``monitor``)."""
+    monitors, bounds = inputs.monitors, list(inputs.bounds.values())
+
+    def per_window(kind: str, records: pa.Table, aggregate: Callable[[pa.Table], Rows]) -> Rows:
         if kind not in inputs.present:
             return []
-        windowed = (
-            df.transform(transforms.within_run, list(inputs.bounds.values()), instant)
-            .transform(transforms.with_run_time, list(inputs.bounds.values()), instant)
-            .transform(transforms.with_window, window_s)
-        )
-        return tables.collect(windowed.transform(aggregate))
+        return aggregate(monitor.windowed(records, bounds, window_s))
 
-    frames = inputs.frames
-    depth = frames[record_schema.QUEUE_DEPTHS].transform(transforms.total_queue_depth)
+    depths = monitor.total_queue_depth(monitors[record_schema.QUEUE_DEPTHS])
     rows = {
         "requests": traces.finish_requests(counts.window_cells()),
         "resources": per_window(
-            frames[record_schema.RESOURCES],
             record_schema.RESOURCES,
-            "ts_ns",
-            traces.resources_per_window,
+            monitors[record_schema.RESOURCES],
+            monitor.resources_per_window,
         ),
         "gc": per_window(
-            frames[record_schema.GC_PAUSES], record_schema.GC_PAUSES, "ts_ns", traces.gc_per_window
+            record_schema.GC_PAUSES, monitors[record_schema.GC_PAUSES], monitor.gc_per_window
         ),
-        "depth": per_window(depth, record_schema.QUEUE_DEPTHS, "ts_ns", traces.depth_per_window),
+        "depth": per_window(record_schema.QUEUE_DEPTHS, depths, monitor.depth_per_window),
     }
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
@@ -263,10 +262,6 @@ def trace_tables(inputs: Inputs, window_s: float, counts: request_counts.Counts)
         for name, columns in TRACE_COLUMNS.items()
     }
     return traces.Traces(window_s, made["requests"], made["resources"], made["gc"], made["depth"])
-
-
-Rows = list[dict[str, Any]]
-Aggregate = Callable[[DataFrame], DataFrame]
 
 
 @dataclass(frozen=True)
@@ -301,14 +296,8 @@ def validity_table(inputs: Inputs, delivered: delivery_results.Delivery) -> tabl
     """The saturation-run verdict of every run (n/a for closed-loop runs)."""
     depth_rows: dict[str, dict[str, Any]] = {}
     if record_schema.QUEUE_DEPTHS in inputs.present:
-        depths = (
-            inputs.frames[record_schema.QUEUE_DEPTHS]
-            .transform(transforms.total_queue_depth)
-            .transform(transforms.trim, list(inputs.bounds.values()), "ts_ns")
-            .transform(transforms.with_run_time, list(inputs.bounds.values()), "ts_ns")
-            .transform(validity.depth_regression)
-        )
-        depth_rows = {row["run_id"]: row for row in tables.collect(depths)}
+        totals = monitor.total_queue_depth(inputs.monitors[record_schema.QUEUE_DEPTHS])
+        depth_rows = monitor.depth_regressions(totals, list(inputs.bounds.values()))
     arrivals = {run.run_id: run.arrival for run in inputs.experiment.runs}
     return validity.table(inputs.configs, arrivals, delivered.runs, depth_rows)
 

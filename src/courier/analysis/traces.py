@@ -19,9 +19,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
-from pyspark.sql import functions as sf
-
 from courier.analysis import histograms, tables, transforms, trimming
 
 TRACE_PERCENTILE = 0.99
@@ -55,31 +52,6 @@ def finish_requests(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             ).percentile(TRACE_PERCENTILE)
         finished.append(found)
     return finished
-
-
-def resources_per_window(windowed: DataFrame) -> DataFrame:
-    """Mean CPU and peak RSS of each process per run and window."""
-    grouped = windowed.groupBy("run_id", "process", "tier", "window").agg(
-        sf.avg("cpu_percent").alias("cpu_percent"),
-        (sf.max("rss_bytes") / 2**20).alias("rss_mib"),
-    )
-    return grouped.select("run_id", "process", "tier", "window", "cpu_percent", "rss_mib")
-
-
-def gc_per_window(windowed: DataFrame) -> DataFrame:
-    """Number, total and longest GC pause of each process per run and window."""
-    grouped = windowed.groupBy("run_id", "process", "window").agg(
-        sf.count(sf.lit(1)).alias("pauses"),
-        (sf.sum("duration_ns") / transforms.NS_PER_MS).alias("pause_ms"),
-        (sf.max("duration_ns") / transforms.NS_PER_MS).alias("max_pause_ms"),
-    )
-    return grouped.select("run_id", "process", "window", "pauses", "pause_ms", "max_pause_ms")
-
-
-def depth_per_window(windowed: DataFrame) -> DataFrame:
-    """Mean total queue depth per run and window."""
-    grouped = windowed.groupBy("run_id", "window").agg(sf.avg("messages").alias("messages"))
-    return grouped.select("run_id", "window", "messages")
 
 
 @dataclass(frozen=True)

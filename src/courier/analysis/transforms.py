@@ -120,11 +120,6 @@ def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str)
     return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
 
 
-def within_run(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
-    """Only the records whose ``instant`` lies in their run's whole extent."""
-    return _between(records_df, bounds, instant, "start_ns", "end_ns")
-
-
 def _between(
     records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str, first: str, last: str
 ) -> DataFrame:
@@ -149,13 +144,6 @@ def with_run_time(
     start = bound(bounds, "start_ns")
     t_s = (sf.col(instant) - start) / NS_PER_S
     return records_df.where(start.isNotNull()).select(*columns, t_s.alias("t_s"))
-
-
-def with_window(records_df: DataFrame, window_s: float) -> DataFrame:
-    """Adds ``window``: the index of the ``window_s``-long window ``t_s`` falls in."""
-    columns = [c for c in records_df.columns if c != "window"]
-    window = sf.floor(sf.col("t_s") / sf.lit(window_s)).cast("long")
-    return records_df.select(*columns, window.alias("window"))
 
 
 REQUEST_KEYS = ("run_id", "client_id", "request_id")
@@ -197,9 +185,3 @@ def run_id_of(run_ids: Sequence[str], index: str = "run") -> Column:
     for position, run_id in enumerate(run_ids):
         name = sf.when(sf.col(index) == position, sf.lit(run_id)).otherwise(name)
     return name
-
-
-def total_queue_depth(depths: DataFrame) -> DataFrame:
-    """Messages in all queues together at each sample instant of each run."""
-    totals = depths.groupBy("run_id", "ts_ns").agg(sf.sum("messages").alias("messages"))
-    return totals.select("run_id", "ts_ns", sf.col("messages").cast("long").alias("messages"))

@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame
-
 from courier.analysis import delivery, stats, tables
 
 MAX_P90_MS = delivery.DEADLINE_MS
@@ -58,12 +56,6 @@ COLUMNS = (
     "depth_stable",
     "valid",
 )
-
-
-def depth_regression(timed_depths: DataFrame) -> DataFrame:
-    """Regression aggregates of total queue depth on time (``t_s``) per run."""
-    grouped = timed_depths.groupBy("run_id").agg(*stats.regression_exprs("t_s", "messages"))
-    return grouped.select("run_id", "n", "mean_x", "mean_y", "var_x", "var_y", "cov_xy")
 
 
 def verdict(

@@ -207,3 +207,20 @@ def test_columns_missing_a_field_are_refused(tmp_path: Path) -> None:
         writer.write_columns(
             record_schema.QUEUE_DEPTHS, {"run_id": ["r000"], "ts_ns": [1], "queue_id": [1]}
         )
+
+
+def test_whole_numbers_are_delta_encoded_text_has_dictionaries_and_nothing_is_compressed(
+    tmp_path: Path,
+) -> None:
+    writer = parquet.RecordWriter(tmp_path, "clients-0", [record_schema.CLIENT_REQUESTS])
+    call = ("127.0.0.1:7401", 3, 1, "pop", "OK", 1_005, 9, 1, 1, 20, 30, (4, 5), (1, 1))
+    writer.append(record_schema.CLIENT_REQUESTS, ("r000", "clients-0", "reader", *call))
+    (path,) = writer.close()
+    group = pq.read_metadata(path).row_group(0)
+    chunks = {group.column(n).path_in_schema: group.column(n) for n in range(group.num_columns)}
+    assert {chunk.compression for chunk in chunks.values()} == {"UNCOMPRESSED"}
+    for name in ("client_id", "start_ns", "message_ids.list.element", "queue_ids.list.element"):
+        assert "DELTA_BINARY_PACKED" in chunks[name].encodings, name
+    for name in ("run_id", "operation", "status"):
+        assert "RLE_DICTIONARY" in chunks[name].encodings, name
+    assert read_rows([path])[0]["message_ids"] == [4, 5]
