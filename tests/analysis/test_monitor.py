@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from scipy import stats as sp_stats
 
-from courier.analysis import io, monitor, synthetic, trimming
+from courier.analysis import errors, io, monitor, synthetic, trimming
 from courier.measurements import manifest, parquet, record_schema
 
 S = 1_000_000_000
@@ -164,3 +164,27 @@ def test_files_written_by_a_record_writer_read_back_whole(tmp_path: Path) -> Non
         {"run_id": "r1", "process": "p", "ts_ns": 5 * S, "generation": 1,
          "duration_ns": 2_000, "collected": 3}
     ]  # fmt: skip
+
+
+def test_no_records_or_no_bounds_give_empty_windows_with_every_column() -> None:
+    empty = resources()
+    columns = [*record_schema.field_names(record_schema.RESOURCES), "t_s", "window"]
+    for records, bounds in ((empty, BOUNDS), (resources(("r1", "a", 2 * S, 1.0, 1)), [])):
+        found = monitor.windowed(records, bounds, 5.0)
+        assert (found.num_rows, found.column_names) == (0, columns)
+        assert monitor.resources_per_window(found) == []
+
+
+def test_counts_and_windows_are_whole_numbers() -> None:
+    pauses = table(record_schema.GC_PAUSES, [("r1", "a", 1 * S, 0, 2_000_000, 5)])
+    (row,) = monitor.gc_per_window(monitor.windowed(pauses, BOUNDS, 5.0))
+    assert (type(row["pauses"]), type(row["window"]), type(row["pause_ms"])) == (int, int, float)
+
+
+def test_a_monitor_file_with_a_null_is_reported_by_name(tmp_path: Path) -> None:
+    path = tmp_path / "gc.parquet"
+    schema = record_schema.arrow_schema(record_schema.GC_PAUSES)
+    nullable = pa.schema([field.with_nullable(True) for field in schema])
+    pq.write_table(pa.table([["r1"], ["p"], [None], [1], [2], [3]], schema=nullable), path)
+    with pytest.raises(errors.RecordFileError, match=r"gc\.parquet"):
+        monitor.read({record_schema.GC_PAUSES: [path]}, [record_schema.GC_PAUSES])

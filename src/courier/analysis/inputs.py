@@ -1,14 +1,15 @@
 """The experiment's records as DataFrames, ready for the computations.
 
-``load`` reads every record kind and fixes each run's measured interval; the few
-rows of the monitor kinds come to the driver as Arrow tables (``monitor``). Nothing
-is cached: each aggregation scans only the Parquet columns it needs, which costs
+``load`` reads the request kinds and fixes each run's measured interval; the
+monitor kinds come to the driver as Arrow tables when first used (``monitor``).
+Nothing is cached: each aggregation scans only the Parquet columns it needs, which costs
 less than building an in-memory cache of the records. The bounds reach Spark as
 literals (``transforms.bound``, ``transforms.of_run``), not as a table to join.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -32,13 +33,18 @@ class Inputs:
     requests: DataFrame  # classified client requests, whole runs
     measured: DataFrame  # the same, trimmed to the measured intervals
     notes: list[str] = field(default_factory=list)
+    files: io.RecordFiles = field(default_factory=dict)
     id_ranges: io.Ranges | None = None  # client and request ids, client and server records
-    monitors: dict[str, pa.Table] = field(default_factory=dict)  # monitor.KINDS, on the driver
 
     @property
     def configs(self) -> dict[str, str]:
         names = self.experiment.factor_names
         return {r.run_id: r.label(names) for r in self.experiment.runs if r.run_id in self.bounds}
+
+    @functools.cached_property
+    def monitors(self) -> dict[str, pa.Table]:
+        """The monitor kinds' records on the driver (``monitor``), read when first used."""
+        return monitor.read(self.files)
 
 
 def load(
@@ -50,20 +56,23 @@ def load(
     """Read every record kind and fix each run's measured interval."""
     if not files[record_schema.CLIENT_REQUESTS]:
         raise errors.NoRecords(f"{experiment.directory}: no client_requests files in any run")
-    frames = {kind: io.read(spark, kind, paths) for kind, paths in files.items()}
+    frames = {kind: io.read(spark, kind, files[kind]) for kind in SPARK_KINDS}
     present = {kind for kind, paths in files.items() if paths}
     requests = frames[record_schema.CLIENT_REQUESTS].transform(transforms.classify)
     notes: list[str] = []
     bounds = _bounds(experiment, requests, trim, notes)
     measured = requests.transform(transforms.trim, list(bounds.values()), "start_ns")
     ranges = io.id_ranges(files, REQUEST_KINDS, ("client_id", "request_id"))
-    monitors = monitor.read(files)
     return Inputs(
-        spark, experiment, frames, present, bounds, requests, measured, notes, ranges, monitors
+        spark, experiment, frames, present, bounds, requests, measured, notes, files, ranges
     )
 
 
 REQUEST_KINDS = (record_schema.CLIENT_REQUESTS, record_schema.SERVER_REQUESTS)
+SPARK_KINDS = (*REQUEST_KINDS, record_schema.QUEUE_DEPTHS)
+"""The kinds read into Spark: the requests, and the queue depths for the benchmark's
+per-queue regression (``benchmark``). A DataFrame costs a fresh session a tenth of
+a second or more to set up, so kinds nothing reads with Spark get none."""
 
 
 def _bounds(

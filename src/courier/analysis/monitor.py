@@ -2,11 +2,12 @@
 queue-depth regression of the validity verdict, computed with Arrow.
 
 Monitors sample at a fixed rate (each process, or each queue, once a second), so
-these kinds hold thousands of rows per run whatever the load, where the request
-kinds hold millions. The driver already reads every record file's footer
-(``io.check_file``); reading these few rows too costs milliseconds, where a Spark
-query per trace cost its plan and its generated code: about 3 s of CPU in a fresh
-session, most of a second of a run (docs/measurements.md, "Pipeline speed").
+these kinds hold thousands of rows per run, or tens of thousands with many queues,
+whatever the load, where the request kinds hold millions. The driver already
+reads every record file's footer (``io.check_file``); reading these rows too
+costs milliseconds, where a Spark query per trace cost its plan and its generated
+code: about 3 s of CPU in a fresh session, most of a second of a run
+(docs/measurements.md, "Pipeline speed").
 
 Windows and run times are those of the Spark steps: window ``w`` of a run holds
 the instants ``t`` with ``w <= (t - start) / window_s < w + 1``, seconds counted in
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from courier.analysis import transforms, trimming
+from courier.analysis import errors, transforms, trimming
 from courier.measurements import record_schema
 
 KINDS = (record_schema.RESOURCES, record_schema.GC_PAUSES, record_schema.QUEUE_DEPTHS)
@@ -46,9 +47,16 @@ def read(files: dict[str, list[Path]], kinds: Iterable[str] = KINDS) -> dict[str
     found = {}
     for kind in kinds:
         schema = record_schema.arrow_schema(kind)
-        parts = [pq.read_table(path, columns=schema.names).cast(schema) for path in files[kind]]
+        parts = [_read_file(path, schema) for path in files[kind]]
         found[kind] = pa.concat_tables(parts) if parts else schema.empty_table()
     return found
+
+
+def _read_file(path: Path, schema: pa.Schema) -> pa.Table:
+    try:
+        return pq.read_table(path, columns=schema.names).cast(schema)
+    except (OSError, ValueError, pa.ArrowException) as exc:  # a null in a field, say
+        raise errors.RecordFileError(path, f"cannot be read as {schema.names}: {exc}") from exc
 
 
 def timed(records: pa.Table, bounds: Iterable[trimming.Bounds], first: str, last: str) -> pa.Table:
