@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -13,6 +12,7 @@ from scipy import stats as sp_stats
 
 from courier.analysis import errors, io, monitor, synthetic, trimming
 from courier.measurements import manifest, parquet, record_schema
+from helpers.records import record_table
 
 S = 1_000_000_000
 MIB = 2**20
@@ -20,18 +20,10 @@ MIB = 2**20
 BOUNDS = [trimming.Bounds("r1", 1 * S, 60 * S, 2 * S, 50 * S)]
 
 
-def table(kind: str, rows: list[tuple[Any, ...]]) -> pa.Table:
-    """Rows of a record kind as its contract's table."""
-    schema = record_schema.arrow_schema(kind)
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
-    return pa.table(
-        [pa.array(column, f.type) for column, f in zip(columns, schema, strict=True)],
-        schema=schema,
-    )
-
-
 def resources(*rows: tuple[str, str, int, float, int]) -> pa.Table:
-    return table(record_schema.RESOURCES, [(run, p, "client", t, c, r) for run, p, t, c, r in rows])
+    return record_table(
+        record_schema.RESOURCES, [(run, p, "client", t, c, r) for run, p, t, c, r in rows]
+    )
 
 
 def test_windows_count_seconds_from_the_runs_start_and_keep_its_extent_only() -> None:
@@ -69,7 +61,7 @@ def test_resources_are_each_process_mean_cpu_and_peak_rss_per_window() -> None:
 
 
 def test_gc_pauses_are_counted_summed_and_the_longest_kept_per_window() -> None:
-    pauses = table(
+    pauses = record_table(
         record_schema.GC_PAUSES,
         [
             ("r1", "a", 1 * S, 0, 2_000_000, 5),
@@ -87,7 +79,7 @@ def test_gc_pauses_are_counted_summed_and_the_longest_kept_per_window() -> None:
 
 
 def test_queue_depth_is_summed_over_queues_then_averaged_per_window() -> None:
-    depths = table(
+    depths = record_table(
         record_schema.QUEUE_DEPTHS,
         [
             ("r1", 1 * S, 1, 3), ("r1", 1 * S, 2, 4),  # 7 in all
@@ -114,7 +106,7 @@ def test_the_depth_regression_covers_the_measured_interval_as_scipy_fits_it() ->
     rng = np.random.default_rng(7)
     seconds = np.arange(1, 60)
     messages = (40 + 0.5 * seconds + rng.integers(-3, 4, len(seconds))).astype(int)
-    totals = table(
+    totals = record_table(
         record_schema.QUEUE_DEPTHS,
         [("r1", int(t) * S, 1, int(m)) for t, m in zip(seconds, messages, strict=True)],
     ).drop_columns(["queue_id"])
@@ -176,7 +168,7 @@ def test_no_records_or_no_bounds_give_empty_windows_with_every_column() -> None:
 
 
 def test_counts_and_windows_are_whole_numbers() -> None:
-    pauses = table(record_schema.GC_PAUSES, [("r1", "a", 1 * S, 0, 2_000_000, 5)])
+    pauses = record_table(record_schema.GC_PAUSES, [("r1", "a", 1 * S, 0, 2_000_000, 5)])
     (row,) = monitor.gc_per_window(monitor.windowed(pauses, BOUNDS, 5.0))
     assert (type(row["pauses"]), type(row["window"]), type(row["pause_ms"])) == (int, int, float)
 

@@ -15,7 +15,8 @@ import pytest
 from scipy import stats as sp_stats
 
 from courier.analysis import errors, monitor, report, stats, trimming, validity
-from courier.measurements import manifest
+from courier.measurements import manifest, record_schema
+from helpers.records import record_table
 
 S = 1_000_000_000
 BOUNDS = [trimming.Bounds("r1", 0, 70 * S, 5 * S, 65 * S)]
@@ -28,12 +29,7 @@ def depth_rows(messages: list[int]) -> pa.Table:
     rows = []
     for second, total in enumerate(messages):
         rows += [("r1", second * S, 1, total // 2), ("r1", second * S, 2, total - total // 2)]
-    return depth_table(rows)
-
-
-def depth_table(rows: list[tuple[str, int, int, int]]) -> pa.Table:
-    names = ("run_id", "ts_ns", "queue_id", "messages")
-    return pa.table(dict(zip(names, map(list, zip(*rows, strict=True)), strict=True)))
+    return record_table(record_schema.QUEUE_DEPTHS, rows)
 
 
 def depth_test(messages: list[int]) -> stats.SlopeTest | None:
@@ -138,12 +134,13 @@ def test_only_the_open_loop_run_is_judged(tmp_path: Path) -> None:
     write_manifest(tmp_path, {"workload": {"rate": 20}}, {"arrival": ["closed", "open"]})
     experiment = manifest.load(tmp_path)
     growing = [100 + 2 * second for second in range(70)]
-    depths = depth_table(
+    depths = record_table(
+        record_schema.QUEUE_DEPTHS,
         [
             (run_id, second * S, 1, total)
             for run_id in ("r0", "r1")
             for second, total in enumerate(growing)
-        ]
+        ],
     )
     bounds = [trimming.Bounds(run_id, 0, 70 * S, 5 * S, 65 * S) for run_id in ("r0", "r1")]
     regression = monitor.depth_regressions(depths, bounds)

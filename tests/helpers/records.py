@@ -1,9 +1,10 @@
-"""Client and server request records as small Spark DataFrames, for analysis tests."""
+"""Records as small Spark DataFrames or Arrow tables, for analysis tests."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from courier.analysis import io
@@ -55,3 +56,13 @@ def server_rows(spark: SparkSession, rows: list[dict[str, Any]]) -> DataFrame:
     schema = io.SPARK_SCHEMAS[record_schema.SERVER_REQUESTS]
     full = [tuple({**defaults, **row}[name] for name in schema.fieldNames()) for row in rows]
     return spark.createDataFrame(full, schema)
+
+
+def record_table(kind: str, rows: list[tuple[Any, ...]]) -> pa.Table:
+    """Rows of a record kind, values in its contract's order, as its Arrow table."""
+    schema = record_schema.arrow_schema(kind)
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    return pa.table(
+        [pa.array(column, f.type) for column, f in zip(columns, schema, strict=True)],
+        schema=schema,
+    )

@@ -46,6 +46,12 @@ class Inputs:
         """The monitor kinds' records on the driver (``monitor``), read when first used."""
         return monitor.read(self.files)
 
+    @functools.cached_property
+    def depth_totals(self) -> pa.Table:
+        """Messages in all queues at each queue-depth sample (``monitor.total_queue_depth``):
+        the depth trace and the validity verdict both read them."""
+        return monitor.total_queue_depth(self.monitors[record_schema.QUEUE_DEPTHS])
+
 
 def load(
     spark: SparkSession,
@@ -53,7 +59,7 @@ def load(
     files: io.RecordFiles,
     trim: trimming.FixedTrim | None,
 ) -> Inputs:
-    """Read every record kind and fix each run's measured interval."""
+    """Read the kinds Spark reads (``SPARK_KINDS``) and fix each run's measured interval."""
     if not files[record_schema.CLIENT_REQUESTS]:
         raise errors.NoRecords(f"{experiment.directory}: no client_requests files in any run")
     frames = {kind: io.read(spark, kind, files[kind]) for kind in SPARK_KINDS}

@@ -129,10 +129,9 @@ def depth_regressions(
     """Per run, the aggregates of ``stats.slope_test`` (total depth on ``t_s``) over
     the measured interval: n, means, sample variances and covariance. A run without
     samples there has no row."""
-    measured = timed(totals, bounds, "keep_from_ns", "keep_until_ns")
     found = {}
     for b in bounds:
-        of_run = _of_run(measured, b.run_id)
+        of_run = timed(totals, [b], "keep_from_ns", "keep_until_ns")
         if of_run.num_rows:
             found[b.run_id] = _regression(
                 of_run[T_S].to_numpy(), of_run["messages"].to_numpy().astype(np.float64)

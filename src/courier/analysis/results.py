@@ -230,23 +230,14 @@ def trace_tables(inputs: Inputs, window_s: float, counts: request_counts.Counts)
     the counts, the monitor kinds on the driver (``monitor``)."""
     monitors, bounds = inputs.monitors, list(inputs.bounds.values())
 
-    def per_window(kind: str, records: pa.Table, aggregate: Callable[[pa.Table], Rows]) -> Rows:
-        if kind not in inputs.present:
-            return []
+    def per_window(records: pa.Table, aggregate: Callable[[pa.Table], Rows]) -> Rows:
         return aggregate(monitor.windowed(records, bounds, window_s))
 
-    depths = monitor.total_queue_depth(monitors[record_schema.QUEUE_DEPTHS])
     rows = {
         "requests": traces.finish_requests(counts.window_cells()),
-        "resources": per_window(
-            record_schema.RESOURCES,
-            monitors[record_schema.RESOURCES],
-            monitor.resources_per_window,
-        ),
-        "gc": per_window(
-            record_schema.GC_PAUSES, monitors[record_schema.GC_PAUSES], monitor.gc_per_window
-        ),
-        "depth": per_window(record_schema.QUEUE_DEPTHS, depths, monitor.depth_per_window),
+        "resources": per_window(monitors[record_schema.RESOURCES], monitor.resources_per_window),
+        "gc": per_window(monitors[record_schema.GC_PAUSES], monitor.gc_per_window),
+        "depth": per_window(inputs.depth_totals, monitor.depth_per_window),
     }
     started = {
         name: traces.with_start(found, inputs.bounds, window_s) for name, found in rows.items()
@@ -294,10 +285,7 @@ def factor_results(inputs: Inputs, runs: RunMetrics) -> FactorResults:
 
 def validity_table(inputs: Inputs, delivered: delivery_results.Delivery) -> tables.Table:
     """The saturation-run verdict of every run (n/a for closed-loop runs)."""
-    depth_rows: dict[str, dict[str, Any]] = {}
-    if record_schema.QUEUE_DEPTHS in inputs.present:
-        totals = monitor.total_queue_depth(inputs.monitors[record_schema.QUEUE_DEPTHS])
-        depth_rows = monitor.depth_regressions(totals, list(inputs.bounds.values()))
+    depth_rows = monitor.depth_regressions(inputs.depth_totals, list(inputs.bounds.values()))
     arrivals = {run.run_id: run.arrival for run in inputs.experiment.runs}
     return validity.table(inputs.configs, arrivals, delivered.runs, depth_rows)
 

@@ -116,22 +116,14 @@ def of_run(values: Sequence[int], run: str = RUN) -> Column:
 
 
 def trim(records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str) -> DataFrame:
-    """Only the records whose ``instant`` lies in their run's measured interval."""
-    return _between(records_df, bounds, instant, "keep_from_ns", "keep_until_ns")
-
-
-def _between(
-    records_df: DataFrame, bounds: Iterable[trimming.Bounds], instant: str, first: str, last: str
-) -> DataFrame:
-    """Keeps ``first <= instant < last``, both taken from the run's bounds: one CASE,
-    so each record's run id is matched once, not once per bound."""
+    """Only the records whose ``instant`` lies in their run's measured interval
+    (``keep_from_ns <= instant < keep_until_ns``): one CASE, so each record's run id
+    is matched once, not once per bound."""
     at = sf.col(instant)
     inside: Column = sf.lit(False)
     for b in reversed(list(bounds)):
         test = sf.col("run_id") == b.run_id
-        inside = sf.when(test, (at >= getattr(b, first)) & (at < getattr(b, last))).otherwise(
-            inside
-        )
+        inside = sf.when(test, (at >= b.keep_from_ns) & (at < b.keep_until_ns)).otherwise(inside)
     return records_df.where(inside)
 
 
