@@ -78,3 +78,26 @@ async def test_a_queue_page_shows_new_messages_without_reload(
         assert popped.body == b"already there"
         await expect(page.locator("#messages tbody tr")).to_have_count(1)
         await expect(page.locator("#messages tbody")).not_to_contain_text("already there")
+
+
+async def test_a_refresh_keeps_the_rows_of_a_table_that_did_not_change(
+    dsn: str, repo: repository.Repository, page: Page
+) -> None:
+    bob = await repo.register_client("bob")
+    instance = await repo.register_instance("127.0.0.1:1")
+    await repo.create_topic("news", creator=bob.id)
+    await repo.subscribe(bob.id, "news", instance_id=instance.id)
+    async with running_console(dsn, refresh_ms=300) as console:
+        await page.goto(console.url + "/topics")
+        row = page.locator("#topics tbody tr").filter(has_text="news:bob")
+        await expect(row.locator("td").nth(6)).to_have_text("0")
+        await page.wait_for_timeout(700)  # the first refresh may restate the server's rows
+        # A property, not an attribute: the rows are compared by their markup.
+        await row.evaluate("(element) => { element.courierMarked = true; }")
+        status = await page.locator("#live-status").text_content()
+        await expect(page.locator("#live-status")).not_to_have_text(status or "", timeout=5_000)
+        await page.wait_for_timeout(700)  # and a few more refreshes
+        assert await row.evaluate("(element) => element.courierMarked === true")
+        await repo.publish(bob.id, "news", b"first")
+        await expect(row.locator("td").nth(6)).to_have_text("1")
+        assert not await row.evaluate("(element) => element.courierMarked === true")

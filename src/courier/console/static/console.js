@@ -88,11 +88,12 @@
     });
   }
 
+  // The rows are built apart and put in only when they differ from those shown: an
+  // unchanged table keeps its elements, so a refresh never swallows a click, a
+  // selection or the focus of a row the reader is using.
   function renderList(container, items, root) {
     const template = container.querySelector(":scope > template");
-    Array.from(container.children).forEach((child) => {
-      if (child !== template) child.remove();
-    });
+    const built = document.createElement(container.tagName);
     if (!items || items.length === 0) {
       const row = document.createElement("tr");
       const cell = document.createElement("td");
@@ -100,14 +101,21 @@
       cell.className = "empty";
       cell.textContent = container.dataset.empty || "Nothing here.";
       row.appendChild(cell);
-      container.appendChild(row);
-      return;
+      built.appendChild(row);
+    } else {
+      items.forEach((item) => {
+        const fragment = template.content.cloneNode(true);
+        bindWithin(fragment, item, root, false);
+        built.appendChild(fragment);
+      });
     }
-    items.forEach((item) => {
-      const fragment = template.content.cloneNode(true);
-      bindWithin(fragment, item, root, false);
-      container.appendChild(fragment);
+    const shown = Array.from(container.children).filter((child) => child !== template);
+    const markup = (rows) => rows.map((row) => row.outerHTML).join("");
+    if (markup(shown) === markup(Array.from(built.children))) return;
+    Array.from(container.childNodes).forEach((node) => {
+      if (node !== template) node.remove();
     });
+    container.append(...built.childNodes);
   }
 
   function apply(main, data) {
