@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import statistics
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -100,26 +102,49 @@ BATCH_COLUMNS = ("system", "clients", "requests/s", "msgs/s", "delivered/s", "p5
 
 
 def level_tables(found: Sequence[results.LevelResult]) -> list[Table]:
-    """One table per number of clients, Courier against each peer."""
-    by_peer = {(r.clients, r.peer): r for r in results.ratios(found)}
+    """One table per number of clients, Courier against each peer (with rounds, a row
+    per system and round, each compared with Courier's run of the same round)."""
+    by_peer = {(r.clients, r.peer, r.round): r for r in results.ratios(found)}
+    rounds = max((result.round for result in found), default=1) > 1
     tables = []
     for clients in sorted({result.clients for result in found}):
         level = [r for r in found if r.clients == clients]
         batch = max(result.batch for result in level)
         title = f"{clients} clients" + (f", batches of {batch}" if batch > 1 else "")
         table = Table(title=title, title_justify="left")
-        columns = BATCH_COLUMNS if batch > 1 else COLUMNS
+        columns = (*(BATCH_COLUMNS if batch > 1 else COLUMNS), *(("round",) if rounds else ()))
         for column in (*columns, "msgs ratio" if batch > 1 else "ops ratio", "p99 ratio"):
             table.add_column(column, justify="left" if column == "system" else "right")
-        for result in level:
-            compared = by_peer.get((clients, result.system))
+        for result in sorted(level, key=lambda r: r.round):
+            compared = by_peer.get((clients, result.system, result.round))
             table.add_row(
                 result.system, str(clients), *_rates(result), *_percentiles(result.latency),
+                *((str(result.round),) if rounds else ()),
                 _times(compared.ops if compared else None),
                 _times(compared.p99 if compared else None),
             )  # fmt: skip
         tables.append(table)
     return tables
+
+
+SPREAD_COLUMNS = ("clients", "peer", "rounds", "ops ratio median", "smallest", "largest",
+                  "p99 ratio median", "smallest", "largest")  # fmt: skip
+
+
+def spread_table(found: Sequence[results.LevelResult]) -> Table | None:
+    """The ratios over the rounds, per level and peer; None for a run of one round."""
+    if max((result.round for result in found), default=1) == 1:
+        return None
+    table = Table(title="ratios over the rounds (courier ÷ peer)", title_justify="left")
+    for column in SPREAD_COLUMNS:
+        table.add_column(column, justify="left" if column == "peer" else "right")
+    for spread in results.spreads(results.ratios(found)):
+        table.add_row(
+            str(spread.clients), spread.peer, str(spread.rounds),
+            _times(spread.ops_median), _times(spread.ops_min), _times(spread.ops_max),
+            _times(spread.p99_median), _times(spread.p99_min), _times(spread.p99_max),
+        )  # fmt: skip
+    return table
 
 
 def standard_table(settings: standard.Settings, found: standard.StandardResult) -> Table:
@@ -174,16 +199,16 @@ def _save(figure: Any, path: Path) -> None:
 
 
 def plot(found: Sequence[results.LevelResult], path: Path) -> None:
-    """Throughput and p99 against clients, one line per system (PNG or SVG by suffix)."""
+    """Throughput and p99 against clients, one line per system (PNG or SVG by suffix);
+    with rounds, each point is the median of the rounds."""
     from matplotlib import ticker
 
     figure, (throughput, tail) = _pyplot().subplots(1, 2, figsize=(11, 4.2))
     for system in dict.fromkeys(result.system for result in found):
-        mine = sorted((r for r in found if r.system == system), key=lambda r: r.clients)
-        clients = [r.clients for r in mine]
-        throughput.plot(clients, [r.ops_per_s for r in mine], marker="o", label=system)
-        p99 = [r.latency.p99_ms if r.latency else float("nan") for r in mine]
-        tail.plot(clients, p99, marker="o", label=system)
+        medians = _medians_by_level([r for r in found if r.system == system])
+        clients = sorted(medians)
+        throughput.plot(clients, [medians[c][0] for c in clients], marker="o", label=system)
+        tail.plot(clients, [medians[c][1] for c in clients], marker="o", label=system)
     levels = sorted({result.clients for result in found})
     for axes, label in ((throughput, "operations per second"), (tail, "p99 latency (ms)")):
         axes.set_xscale("log", base=2)
@@ -199,6 +224,21 @@ def plot(found: Sequence[results.LevelResult], path: Path) -> None:
     tail.yaxis.set_minor_formatter(ticker.NullFormatter())
     figure.suptitle("Courier and its peers: send + pop on one shared queue")
     _save(figure, path)
+
+
+def _medians_by_level(mine: Sequence[results.LevelResult]) -> dict[int, tuple[float, float]]:
+    """Per number of clients, the median ops/s and p99 (ms; nan: none) of the rounds."""
+    grouped: dict[int, list[results.LevelResult]] = {}
+    for result in mine:
+        grouped.setdefault(result.clients, []).append(result)
+    medians = {}
+    for clients, level in grouped.items():
+        p99 = [r.latency.p99_ms for r in level if r.latency is not None]
+        medians[clients] = (
+            statistics.median(r.ops_per_s for r in level),
+            statistics.median(p99) if p99 else math.nan,
+        )
+    return medians
 
 
 # -- churn, flat, pops --------------------------------------------------------------------

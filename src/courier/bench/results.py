@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import importlib.metadata
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,7 @@ class LevelResult:
     sent_messages: int = 0
     popped_messages: int = 0
     batch: int = 1  # messages per send and per pop asked for
+    round: int = 1  # which of the run's rounds (``--rounds``) measured it
 
     @property
     def operations(self) -> int:
@@ -143,6 +145,7 @@ def combine(
     duration_s: float,
     reports: Sequence[ClientsReport],
     batch: int = 1,
+    round_number: int = 1,
 ) -> LevelResult:
     """One level's result from the reports of all its client processes."""
     sends = numpy.concatenate([report.send_ns for report in reports] or [no_latencies()])
@@ -163,6 +166,7 @@ def combine(
         sent_messages=sum(report.sent_messages for report in reports),
         popped_messages=sum(report.popped_messages for report in reports),
         batch=batch,
+        round=round_number,
     )
 
 
@@ -184,6 +188,23 @@ class Ratio:
     peer: str
     ops: float | None
     p99: float | None
+    round: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class RatioSpread:
+    """One peer's ratios at one level over the rounds: the median and the extremes
+    (None where no round had the ratio)."""
+
+    clients: int
+    peer: str
+    rounds: int  # rounds that had an ops ratio
+    ops_median: float | None
+    ops_min: float | None
+    ops_max: float | None
+    p99_median: float | None
+    p99_min: float | None
+    p99_max: float | None
 
 
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -195,11 +216,12 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 
 
 def ratios(results: Sequence[LevelResult], reference: str = "courier") -> list[Ratio]:
-    """The reference system against every other system, level by level."""
-    by_level = {(result.system, result.clients): result for result in results}
+    """The reference system against every other system, level by level and round by
+    round (each system is compared with the reference's run of the same round)."""
+    by_level = {(result.system, result.clients, result.round): result for result in results}
     found = []
     for result in results:
-        ours = by_level.get((reference, result.clients))
+        ours = by_level.get((reference, result.clients, result.round))
         if result.system == reference or ours is None:
             continue
         found.append(
@@ -208,9 +230,30 @@ def ratios(results: Sequence[LevelResult], reference: str = "courier") -> list[R
                 peer=result.system,
                 ops=ratio(ours.throughput, result.throughput),
                 p99=ratio(_p99(ours), _p99(result)),
+                round=result.round,
             )
         )
     return found
+
+
+def spreads(found: Sequence[Ratio]) -> list[RatioSpread]:
+    """Per level and peer, the median, smallest and largest ratio over the rounds."""
+    grouped: dict[tuple[int, str], list[Ratio]] = {}
+    for each in found:
+        grouped.setdefault((each.clients, each.peer), []).append(each)
+    spread = []
+    for (clients, peer), rounds in sorted(grouped.items()):
+        ops = [each.ops for each in rounds if each.ops is not None]
+        p99 = [each.p99 for each in rounds if each.p99 is not None]
+        spread.append(RatioSpread(clients, peer, len(ops), *_median_min_max(ops),
+                                  *_median_min_max(p99)))  # fmt: skip
+    return spread
+
+
+def _median_min_max(values: Sequence[float]) -> tuple[float | None, float | None, float | None]:
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
 
 
 def _p99(result: LevelResult) -> float | None:
@@ -224,13 +267,15 @@ def document(
     environment: dict[str, Any],
 ) -> dict[str, Any]:
     """The whole run as JSON-ready data (the format docs/performance.md describes)."""
+    compared = ratios(results)
     return {
         "benchmark": "peers",
         "spec": spec,
         "environment": environment,
         "skipped": skipped,
         "results": [result.as_json() for result in results],
-        "ratios": [dataclasses.asdict(found) for found in ratios(results)],
+        "ratios": [dataclasses.asdict(found) for found in compared],
+        "ratio_spreads": [dataclasses.asdict(found) for found in spreads(compared)],
     }
 
 

@@ -1,10 +1,12 @@
-"""`courier bench peers`: every selected system over every level, one after another.
+"""`courier bench peers`: every selected system at every level, one after another.
 
-For each system the sweep starts what it needs once, then for each number of
-clients makes a fresh empty queue, spreads the clients over the client processes
-(spawned, one uvloop loop each), lets them all start at one instant, and collects
-their latencies. Everything it started is stopped at the end, also on Ctrl-C or
-on an error.
+The sweep starts what every system needs once, then goes level by level: for each
+number of clients, each system in turn (in every round, with ``--rounds``: in the
+given order in odd rounds and the reverse in even ones, so that a slow drift of the
+machine's pace favours no system) makes a fresh empty queue, spreads the clients
+over the client processes (spawned, one uvloop loop each), lets them all start at
+one instant, and collects their latencies. Everything it started is stopped at the
+end, also on Ctrl-C or on an error.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from courier.bench import database, defaults, launch, loop, peers, rabbit, results
 from courier.lab import clientpool
 from courier.server import launcher
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ class Settings:
     open_login: bool = False  # Courier's clients log in by name alone, without secrets
     tls: bool = False  # Courier's clients and middleware speak TLS
     modes: tuple[str, ...] = (defaults.PERSISTENT,)  # Courier's systems run once per mode
+    rounds: int = 1  # times every level runs, the systems alternating
 
     @property
     def uses_database(self) -> bool:
@@ -45,9 +50,11 @@ class Settings:
 
     @property
     def database_connections(self) -> int:
-        """What the largest level needs at once: direct clients or middleware pools."""
+        """What the largest level needs at once: the direct clients, beside the pools of
+        every mode's middleware (they stay open while the other systems run)."""
         direct = max(self.clients) if defaults.COURIER_DB in self.systems else 0
-        return max(direct, self.middlewares * self.pool_size)
+        pools = self.middlewares * self.pool_size if defaults.COURIER in self.systems else 0
+        return direct + pools * len(self.modes)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +70,7 @@ class Settings:
             "login": "open" if self.open_login else "secret",
             "tls": self.tls,
             "modes": list(self.modes),
+            "rounds": self.rounds,
             "database": "given DSN" if self.dsn else "fresh embedded PostgreSQL, durable",
             "rabbitmq": rabbit.shown(self.rabbitmq) if self.rabbitmq else None,
         }
@@ -93,18 +101,37 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
     outcome = Outcome()
     prefix = f"bench-{secrets.token_hex(3)}"  # names no earlier run on the database used
     with tempfile.TemporaryDirectory(prefix="courier-bench-") as work_dir:
-        async with _database(settings) as (dsn, own):
+        async with _database(settings) as (dsn, own), contextlib.AsyncExitStack() as stack:
             if dsn:
                 outcome.versions["postgresql"] = await database.server_version(dsn)
-            for name, mode in _runs(settings):
-                persistent = mode == defaults.PERSISTENT
-                # Each mode registers clients and queues of its own: names apart.
-                named = prefix if persistent else f"{prefix}-np"
-                system = _system(name, settings, dsn, named, Path(work_dir))
-                if not persistent:
-                    _non_persistent(system)
-                await _run_system(system, settings, reporter, outcome, dsn if own else None)
+            running = []
+            for system in _systems(settings, dsn, prefix, Path(work_dir)):
+                if await _start(stack, system, settings, reporter, outcome):
+                    running.append(system)
+            for clients in settings.clients:
+                for round_number in range(1, settings.rounds + 1):
+                    for system in in_turn(running, round_number):
+                        await _run_level(system, clients, round_number, settings, reporter,
+                                         outcome, dsn if own else None)  # fmt: skip
     return outcome
+
+
+def in_turn(systems: list[T], round_number: int) -> list[T]:
+    """The order of a round: as given in odd rounds, reversed in even ones."""
+    return systems if round_number % 2 else systems[::-1]
+
+
+def _systems(settings: Settings, dsn: str, prefix: str, work: Path) -> list[peers.System]:
+    """Every system to run, each Courier system once per mode."""
+    found = []
+    for name, mode in _runs(settings):
+        persistent = mode == defaults.PERSISTENT
+        # Each mode registers clients and queues of its own: names apart.
+        system = _system(name, settings, dsn, prefix if persistent else f"{prefix}-np", work)
+        if not persistent:
+            _non_persistent(system)
+        found.append(system)
+    return found
 
 
 @contextlib.asynccontextmanager
@@ -147,36 +174,55 @@ def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) ->
     raise ValueError(f"unknown system {name!r}")
 
 
-async def _run_system(
+async def _start(
+    stack: contextlib.AsyncExitStack,
     system: peers.System,
+    settings: Settings,
+    reporter: Reporter,
+    outcome: Outcome,
+) -> bool:
+    """Start the system for the whole sweep; False (and said why) when it cannot run."""
+    try:
+        await stack.enter_async_context(system.running(max(settings.clients)))
+    except peers.Skipped as skipped:
+        outcome.skipped[system.name] = str(skipped)
+        reporter.note(str(skipped))
+        return False
+    if system.version:
+        outcome.versions[system.name] = system.version
+    return True
+
+
+async def _run_level(
+    system: peers.System,
+    clients: int,
+    round_number: int,
     settings: Settings,
     reporter: Reporter,
     outcome: Outcome,
     own_dsn: str | None,
 ) -> None:
     try:
-        async with system.running(max(settings.clients)):
-            if system.version:
-                outcome.versions[system.name] = system.version
-            for clients in settings.clients:
-                try:
-                    async with system.level(clients) as target:
-                        result = await run_level(system.name, target, clients, settings, reporter)
-                    outcome.results.append(result)
-                except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
-                    # A level this box cannot carry (e.g. too many connections) is
-                    # reported, and the sweep goes on with the next.
-                    outcome.skipped[f"{system.name}@{clients}"] = str(failed)
-                    reporter.note(f"{system.name} at {clients} clients: {failed}")
-                if own_dsn:
-                    await database.settle(own_dsn)
-    except peers.Skipped as skipped:
-        outcome.skipped[system.name] = str(skipped)
-        reporter.note(str(skipped))
+        async with system.level(clients) as target:
+            result = await run_level(system.name, target, clients, settings, reporter,
+                                     round_number)  # fmt: skip
+        outcome.results.append(result)
+    except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
+        # A level this box cannot carry (e.g. too many connections) is reported, and
+        # the sweep goes on with the next.
+        outcome.skipped.setdefault(f"{system.name}@{clients}", str(failed))
+        reporter.note(f"{system.name} at {clients} clients: {failed}")
+    if own_dsn:
+        await database.settle(own_dsn)
 
 
 async def run_level(
-    system: str, target: loop.Target, clients: int, settings: Settings, reporter: Reporter
+    system: str,
+    target: loop.Target,
+    clients: int,
+    settings: Settings,
+    reporter: Reporter,
+    round_number: int = 1,
 ) -> results.LevelResult:
     """One level: spawn the client processes, start them together, collect them."""
     shape = launch.Loop(
@@ -188,6 +234,8 @@ async def run_level(
         reporter.level_progress(min(elapsed_s, shape.seconds))
 
     reports = await launch.closed_loop(system, target, clients, shape, watch)
-    result = results.combine(system, clients, settings.duration_s, reports, settings.batch)
+    result = results.combine(
+        system, clients, settings.duration_s, reports, settings.batch, round_number
+    )
     reporter.level_finished(result)
     return result

@@ -134,6 +134,14 @@ def bench() -> None:
     is_flag=True,
     help="Courier's clients and middleware speak TLS (a CA made for the run).",
 )
+@click.option(
+    "--rounds",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 20),
+    help="Times every level runs, the systems taking turns (reversed every other round);"
+    " the ratios are then given per round and as their median, smallest and largest.",
+)
 @json_option
 @plot_option("throughput and p99 against clients")
 def peers(
@@ -150,6 +158,7 @@ def peers(
     login: str,
     modes: str,
     tls: bool,
+    rounds: int,
     json: Path | None,
     plot: Path | None,
 ) -> None:
@@ -168,13 +177,16 @@ def peers(
         systems=chosen, clients=_levels(clients), duration_s=duration, warmup_s=warmup,
         processes=processes, middlewares=middlewares, pool_size=pool_size, dsn=dsn,
         rabbitmq=None if no_rabbitmq else rabbitmq, batch=batch,
-        open_login=login == "open", tls=tls, modes=_modes(modes),
+        open_login=login == "open", tls=tls, modes=_modes(modes), rounds=rounds,
     )  # fmt: skip
     with output.ProgressReporter(stderr) as reporter:
         outcome = _interruptible(lambda: sweep.run(settings, reporter))
     stdout = output.stdout()
     for table in output.level_tables(outcome.results):
         stdout.print(table)
+    spread = output.spread_table(outcome.results)
+    if spread is not None:
+        stdout.print(spread)
     if len({result.system for result in outcome.results}) > 1:
         stdout.print(output.RATIO_CAPTION, highlight=False)
     for reason in outcome.skipped.values():

@@ -68,12 +68,14 @@ def test_a_level_without_requests_has_zero_throughput_and_no_latency() -> None:
     assert level.latency is None
 
 
-def level(system: str, clients: int, operations: int, p99_ms: float) -> results.LevelResult:
+def level(
+    system: str, clients: int, operations: int, p99_ms: float, round_number: int = 1
+) -> results.LevelResult:
     latency = results.Latency(p99_ms / 2, p99_ms / 1.5, p99_ms)
     return results.LevelResult(
         system=system, clients=clients, duration_s=1.0, sends=operations // 2,
         pops=operations - operations // 2, empty_pops=0, errors=0, latency=latency,
-        send_latency=latency, pop_latency=latency,
+        send_latency=latency, pop_latency=latency, round=round_number,
     )  # fmt: skip
 
 
@@ -95,6 +97,40 @@ def test_ratios_put_courier_over_each_peer_level_by_level() -> None:
     ]
 
 
+def test_each_round_is_compared_with_courier_of_the_same_round() -> None:
+    found = results.ratios(
+        [
+            level("courier", 4, 1000, 2.0, round_number=1),
+            level("rabbitmq", 4, 500, 4.0, round_number=1),
+            level("rabbitmq", 4, 2000, 1.0, round_number=2),
+            level("courier", 4, 3000, 4.0, round_number=2),
+            level("rabbitmq", 4, 800, 1.0, round_number=3),  # Courier's third round failed
+        ]
+    )
+    assert found == [
+        results.Ratio(clients=4, peer="rabbitmq", ops=2.0, p99=0.5, round=1),
+        results.Ratio(clients=4, peer="rabbitmq", ops=1.5, p99=4.0, round=2),
+    ]
+
+
+def test_spreads_give_the_median_and_the_extremes_of_the_rounds() -> None:
+    found = results.spreads(
+        [
+            results.Ratio(clients=64, peer="rabbitmq", ops=1.2, p99=0.5, round=1),
+            results.Ratio(clients=64, peer="rabbitmq", ops=2.0, p99=None, round=2),
+            results.Ratio(clients=64, peer="rabbitmq", ops=1.5, p99=0.7, round=3),
+            results.Ratio(clients=64, peer="rabbitmq", ops=1.6, p99=0.4, round=4),
+            results.Ratio(clients=1, peer="courier-db", ops=None, p99=None, round=1),
+        ]
+    )
+    # ops 1.2, 1.5, 1.6, 2.0: the median is the mean of the middle two, 1.55; the p99
+    # ratios 0.4, 0.5, 0.7 (one round had none): the median is the middle one.
+    assert found == [
+        results.RatioSpread(1, "courier-db", 0, None, None, None, None, None, None),
+        results.RatioSpread(64, "rabbitmq", 4, pytest.approx(1.55), 1.2, 2.0, 0.5, 0.4, 0.7),
+    ]
+
+
 def test_a_ratio_over_nothing_is_none() -> None:
     assert results.ratio(3.0, 0.0) is None
     assert results.ratio(None, 2.0) is None
@@ -111,5 +147,11 @@ def test_the_document_is_strict_json_with_every_level_and_ratio() -> None:
         ("courier-db", 1, 500.0),
     ]
     assert parsed["results"][0]["latency"]["p99_ms"] == 2.0
-    assert parsed["ratios"] == [{"clients": 1, "peer": "courier-db", "ops": 2.0, "p99": 0.5}]
+    assert parsed["ratios"] == [
+        {"clients": 1, "peer": "courier-db", "ops": 2.0, "p99": 0.5, "round": 1}
+    ]
+    assert parsed["ratio_spreads"] == [
+        {"clients": 1, "peer": "courier-db", "rounds": 1, "ops_median": 2.0, "ops_min": 2.0,
+         "ops_max": 2.0, "p99_median": 0.5, "p99_min": 0.5, "p99_max": 0.5}
+    ]  # fmt: skip
     assert parsed["skipped"] == {"rabbitmq": "skipped"}
