@@ -36,7 +36,11 @@ async def test_instance_registers_with_its_address_and_beats(
 async def test_survivor_releases_the_sessions_of_a_killed_instance(
     dsn: str, start_server: StartServer, connect: Connect
 ) -> None:
-    doomed, survivor = await start_server(), await start_server()
+    # A dead instance counts as alive for its ttl: long enough here that the login
+    # below comes within it also on a slow, busy machine (2 s once did not).
+    ttl = 8.0
+    doomed = await start_server(instance_ttl=ttl)
+    survivor = await start_server(instance_ttl=ttl)
     on_doomed = await connect(doomed)
     client = await log_in_new(on_doomed, "orphan")
     doomed.signal(signal.SIGKILL)
@@ -44,7 +48,7 @@ async def test_survivor_releases_the_sessions_of_a_killed_instance(
     on_survivor = await connect(survivor)
     login = frames.Login(client.id, None)
     assert await on_survivor.error(login) == Status.CLIENT_ONLINE  # heartbeat still fresh
-    await log_in_once_released(on_survivor, client.id, within=10)
+    await log_in_once_released(on_survivor, client.id, within=ttl + 10)
     rows = await fetch(dsn, "SELECT address FROM courier_instances")
     assert [row["address"] for row in rows] == [f"127.0.0.1:{survivor.port}"]
 
