@@ -1,11 +1,12 @@
-"""`courier bench peers`: every selected system at every level, one after another.
+"""`courier bench peers`: every selected system over every level, one after another.
 
-The sweep starts what every system needs once, then goes level by level: for each
-number of clients, each system in turn (in every round, with ``--rounds``: in the
-given order in odd rounds and the reverse in even ones, so that a slow drift of the
-machine's pace favours no system) makes a fresh empty queue, spreads the clients
-over the client processes (spawned, one uvloop loop each), lets them all start at
-one instant, and collects their latencies. Everything it started is stopped at the
+For each system the sweep starts what it needs, then for each number of clients
+makes a fresh empty queue, spreads the clients over the client processes (spawned,
+one uvloop loop each), lets them all start at one instant, and collects their
+latencies; then it stops the system before the next one starts, so that nothing of
+one system runs while another is measured. With ``--rounds`` the whole sweep runs
+again, the systems in the reverse order every other round, so that a slow drift of
+the machine's pace favours none of them. Everything it started is stopped at the
 end, also on Ctrl-C or on an error.
 """
 
@@ -50,11 +51,9 @@ class Settings:
 
     @property
     def database_connections(self) -> int:
-        """What the largest level needs at once: the direct clients, beside the pools of
-        every mode's middleware (they stay open while the other systems run)."""
+        """What the largest level needs at once: direct clients or middleware pools."""
         direct = max(self.clients) if defaults.COURIER_DB in self.systems else 0
-        pools = self.middlewares * self.pool_size if defaults.COURIER in self.systems else 0
-        return direct + pools * len(self.modes)
+        return max(direct, self.middlewares * self.pool_size)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -101,18 +100,19 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
     outcome = Outcome()
     prefix = f"bench-{secrets.token_hex(3)}"  # names no earlier run on the database used
     with tempfile.TemporaryDirectory(prefix="courier-bench-") as work_dir:
-        async with _database(settings) as (dsn, own), contextlib.AsyncExitStack() as stack:
+        async with _database(settings) as (dsn, own):
             if dsn:
                 outcome.versions["postgresql"] = await database.server_version(dsn)
-            running = []
-            for system in _systems(settings, dsn, prefix, Path(work_dir)):
-                if await _start(stack, system, settings, reporter, outcome):
-                    running.append(system)
-            for clients in settings.clients:
-                for round_number in range(1, settings.rounds + 1):
-                    for system in in_turn(running, round_number):
-                        await _run_level(system, clients, round_number, settings, reporter,
-                                         outcome, dsn if own else None)  # fmt: skip
+            for round_number in range(1, settings.rounds + 1):
+                # Each round registers clients of its own.
+                named = prefix if round_number == 1 else f"{prefix}-r{round_number}"
+                for name, mode in in_turn(_runs(settings), round_number):
+                    system = _system(name, settings, dsn, _named(named, mode), Path(work_dir))
+                    if mode != defaults.PERSISTENT:
+                        _non_persistent(system)
+                    turn = _Turn(round_number, settings.rounds > 1)
+                    await _run_system(system, settings, reporter, outcome, dsn if own else None,
+                                      turn)  # fmt: skip
     return outcome
 
 
@@ -121,17 +121,21 @@ def in_turn(systems: list[T], round_number: int) -> list[T]:
     return systems if round_number % 2 else systems[::-1]
 
 
-def _systems(settings: Settings, dsn: str, prefix: str, work: Path) -> list[peers.System]:
-    """Every system to run, each Courier system once per mode."""
-    found = []
-    for name, mode in _runs(settings):
-        persistent = mode == defaults.PERSISTENT
-        # Each mode registers clients and queues of its own: names apart.
-        system = _system(name, settings, dsn, prefix if persistent else f"{prefix}-np", work)
-        if not persistent:
-            _non_persistent(system)
-        found.append(system)
-    return found
+def _named(prefix: str, mode: str) -> str:
+    """Each mode registers clients and queues of its own: names apart."""
+    return prefix if mode == defaults.PERSISTENT else f"{prefix}-np"
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """Which round a system's run belongs to, and whether the run has several."""
+
+    round_number: int
+    of_several: bool
+
+    def key(self, skipped: str) -> str:
+        """What ``Outcome.skipped`` files a skip under: with rounds, per round."""
+        return f"{skipped}#{self.round_number}" if self.of_several else skipped
 
 
 @contextlib.asynccontextmanager
@@ -174,46 +178,34 @@ def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) ->
     raise ValueError(f"unknown system {name!r}")
 
 
-async def _start(
-    stack: contextlib.AsyncExitStack,
+async def _run_system(
     system: peers.System,
-    settings: Settings,
-    reporter: Reporter,
-    outcome: Outcome,
-) -> bool:
-    """Start the system for the whole sweep; False (and said why) when it cannot run."""
-    try:
-        await stack.enter_async_context(system.running(max(settings.clients)))
-    except peers.Skipped as skipped:
-        outcome.skipped[system.name] = str(skipped)
-        reporter.note(str(skipped))
-        return False
-    if system.version:
-        outcome.versions[system.name] = system.version
-    return True
-
-
-async def _run_level(
-    system: peers.System,
-    clients: int,
-    round_number: int,
     settings: Settings,
     reporter: Reporter,
     outcome: Outcome,
     own_dsn: str | None,
+    turn: _Turn,
 ) -> None:
     try:
-        async with system.level(clients) as target:
-            result = await run_level(system.name, target, clients, settings, reporter,
-                                     round_number)  # fmt: skip
-        outcome.results.append(result)
-    except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
-        # A level this box cannot carry (e.g. too many connections) is reported, and
-        # the sweep goes on with the next.
-        outcome.skipped.setdefault(f"{system.name}@{clients}", str(failed))
-        reporter.note(f"{system.name} at {clients} clients: {failed}")
-    if own_dsn:
-        await database.settle(own_dsn)
+        async with system.running(max(settings.clients)):
+            if system.version:
+                outcome.versions[system.name] = system.version
+            for clients in settings.clients:
+                try:
+                    async with system.level(clients) as target:
+                        result = await run_level(system.name, target, clients, settings,
+                                                 reporter, turn.round_number)  # fmt: skip
+                    outcome.results.append(result)
+                except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
+                    # A level this box cannot carry (e.g. too many connections) is
+                    # reported, and the sweep goes on with the next.
+                    outcome.skipped[turn.key(f"{system.name}@{clients}")] = str(failed)
+                    reporter.note(f"{system.name} at {clients} clients: {failed}")
+                if own_dsn:
+                    await database.settle(own_dsn)
+    except peers.Skipped as skipped:
+        outcome.skipped[turn.key(system.name)] = str(skipped)
+        reporter.note(str(skipped))
 
 
 async def run_level(

@@ -146,3 +146,14 @@ def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) ->
                                                       max(by_round.values()))  # fmt: skip
     assert "ratios over the rounds" in result.stdout
     assert (tmp_path / "out.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_with_rounds_a_skip_is_filed_under_each_round(tmp_path: Path) -> None:
+    result = bench(
+        tmp_path, "--systems", "rabbitmq", "--clients", "1", "--rabbitmq", UNREACHABLE,
+        "--rounds", "2", "--json", "out.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert list(document["skipped"]) == ["rabbitmq#1", "rabbitmq#2"]
+    assert document["results"] == [] and document["ratio_spreads"] == []

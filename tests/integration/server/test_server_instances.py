@@ -36,18 +36,20 @@ async def test_instance_registers_with_its_address_and_beats(
 async def test_survivor_releases_the_sessions_of_a_killed_instance(
     dsn: str, start_server: StartServer, connect: Connect
 ) -> None:
-    # A dead instance counts as alive for its ttl: long enough here that the login
-    # below comes within it also on a slow, busy machine (2 s once did not).
+    # Frozen first: its connections, its advisory lock and its fresh heartbeat (a ttl
+    # no busy machine outlasts) all say it is alive, so the login is surely refused.
+    # Only then is it killed, which frees its lock: the survivor takes the session.
     ttl = 8.0
     doomed = await start_server(instance_ttl=ttl)
     survivor = await start_server(instance_ttl=ttl)
     on_doomed = await connect(doomed)
     client = await log_in_new(on_doomed, "orphan")
-    doomed.signal(signal.SIGKILL)
-    assert await doomed.wait() == -signal.SIGKILL
+    doomed.signal(signal.SIGSTOP)
     on_survivor = await connect(survivor)
     login = frames.Login(client.id, None)
-    assert await on_survivor.error(login) == Status.CLIENT_ONLINE  # heartbeat still fresh
+    assert await on_survivor.error(login) == Status.CLIENT_ONLINE
+    doomed.signal(signal.SIGKILL)
+    assert await doomed.wait() == -signal.SIGKILL
     await log_in_once_released(on_survivor, client.id, within=ttl + 10)
     rows = await fetch(dsn, "SELECT address FROM courier_instances")
     assert [row["address"] for row in rows] == [f"127.0.0.1:{survivor.port}"]
