@@ -105,7 +105,7 @@ def level_tables(found: Sequence[results.LevelResult]) -> list[Table]:
     """One table per number of clients, Courier against each peer (with rounds, a row
     per system and round, each compared with Courier's run of the same round)."""
     by_peer = {(r.clients, r.peer, r.round): r for r in results.ratios(found)}
-    rounds = max((result.round for result in found), default=1) > 1
+    rounds = _in_rounds(found)
     tables = []
     for clients in sorted({result.clients for result in found}):
         level = [r for r in found if r.clients == clients]
@@ -127,13 +127,18 @@ def level_tables(found: Sequence[results.LevelResult]) -> list[Table]:
     return tables
 
 
+def _in_rounds(found: Sequence[results.LevelResult]) -> bool:
+    """Whether the run had several rounds (``--rounds``)."""
+    return max((result.round for result in found), default=1) > 1
+
+
 SPREAD_COLUMNS = ("clients", "peer", "rounds", "ops ratio median", "smallest", "largest",
                   "p99 ratio median", "smallest", "largest")  # fmt: skip
 
 
 def spread_table(found: Sequence[results.LevelResult]) -> Table | None:
     """The ratios over the rounds, per level and peer; None for a run of one round."""
-    if max((result.round for result in found), default=1) == 1:
+    if not _in_rounds(found):
         return None
     table = Table(title="ratios over the rounds (courier ÷ peer)", title_justify="left")
     for column in SPREAD_COLUMNS:

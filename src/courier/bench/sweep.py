@@ -43,7 +43,7 @@ class Settings:
     open_login: bool = False  # Courier's clients log in by name alone, without secrets
     tls: bool = False  # Courier's clients and middleware speak TLS
     modes: tuple[str, ...] = (defaults.PERSISTENT,)  # Courier's systems run once per mode
-    rounds: int = 1  # times every level runs, the systems alternating
+    rounds: int = 1  # times the whole sweep runs, the order reversed every other time
 
     @property
     def uses_database(self) -> bool:
@@ -104,15 +104,13 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
             if dsn:
                 outcome.versions["postgresql"] = await database.server_version(dsn)
             for round_number in range(1, settings.rounds + 1):
-                # Each round registers clients of its own.
-                named = prefix if round_number == 1 else f"{prefix}-r{round_number}"
                 for name, mode in in_turn(_runs(settings), round_number):
-                    system = _system(name, settings, dsn, _named(named, mode), Path(work_dir))
+                    named = _names(prefix, round_number, mode)
+                    system = _system(name, settings, dsn, named, Path(work_dir))
                     if mode != defaults.PERSISTENT:
                         _non_persistent(system)
-                    turn = _Turn(round_number, settings.rounds > 1)
                     await _run_system(system, settings, reporter, outcome, dsn if own else None,
-                                      turn)  # fmt: skip
+                                      round_number)  # fmt: skip
     return outcome
 
 
@@ -121,21 +119,16 @@ def in_turn(systems: list[T], round_number: int) -> list[T]:
     return systems if round_number % 2 else systems[::-1]
 
 
-def _named(prefix: str, mode: str) -> str:
-    """Each mode registers clients and queues of its own: names apart."""
-    return prefix if mode == defaults.PERSISTENT else f"{prefix}-np"
+def _names(prefix: str, round_number: int, mode: str) -> str:
+    """The prefix of a run's client and queue names: each round and each mode
+    registers clients and queues of its own, so their names stand apart."""
+    named = prefix if round_number == 1 else f"{prefix}-r{round_number}"
+    return named if mode == defaults.PERSISTENT else f"{named}-np"
 
 
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """Which round a system's run belongs to, and whether the run has several."""
-
-    round_number: int
-    of_several: bool
-
-    def key(self, skipped: str) -> str:
-        """What ``Outcome.skipped`` files a skip under: with rounds, per round."""
-        return f"{skipped}#{self.round_number}" if self.of_several else skipped
+def _skip_key(skipped: str, round_number: int, settings: Settings) -> str:
+    """What ``Outcome.skipped`` files a skip under: with rounds, per round."""
+    return f"{skipped}#{round_number}" if settings.rounds > 1 else skipped
 
 
 @contextlib.asynccontextmanager
@@ -184,7 +177,7 @@ async def _run_system(
     reporter: Reporter,
     outcome: Outcome,
     own_dsn: str | None,
-    turn: _Turn,
+    round_number: int,
 ) -> None:
     try:
         async with system.running(max(settings.clients)):
@@ -194,17 +187,18 @@ async def _run_system(
                 try:
                     async with system.level(clients) as target:
                         result = await run_level(system.name, target, clients, settings,
-                                                 reporter, turn.round_number)  # fmt: skip
+                                                 reporter, round_number)  # fmt: skip
                     outcome.results.append(result)
                 except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
                     # A level this box cannot carry (e.g. too many connections) is
                     # reported, and the sweep goes on with the next.
-                    outcome.skipped[turn.key(f"{system.name}@{clients}")] = str(failed)
+                    level = _skip_key(f"{system.name}@{clients}", round_number, settings)
+                    outcome.skipped[level] = str(failed)
                     reporter.note(f"{system.name} at {clients} clients: {failed}")
                 if own_dsn:
                     await database.settle(own_dsn)
     except peers.Skipped as skipped:
-        outcome.skipped[turn.key(system.name)] = str(skipped)
+        outcome.skipped[_skip_key(system.name, round_number, settings)] = str(skipped)
         reporter.note(str(skipped))
 
 

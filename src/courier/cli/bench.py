@@ -139,7 +139,7 @@ def bench() -> None:
     default=1,
     show_default=True,
     type=click.IntRange(1, 20),
-    help="Times every level runs, the systems taking turns (reversed every other round);"
+    help="Times the whole sweep runs, the systems in reverse order every other round;"
     " the ratios are then given per round and as their median, smallest and largest.",
 )
 @json_option
