@@ -6,9 +6,9 @@ of poppers P: ``messages`` messages for anyone are bulk-loaded into the queue
 (``database.insert_messages``), then VACUUM ANALYZE; then P connections, dealt
 round-robin over the popper processes, start together and each pops in a loop
 until the queue is empty. A pop is ``Repository.read(reader, queue_id=...,
-pop=True)``: one call of ``courier_read_v2``, one commit. With ``batch`` B > 0 a
+pop=True)``: one call of ``courier_read_v3``, one commit. With ``batch`` B > 0 a
 call is ``Repository.pop_each(queue, Order.TIME, [reader] * B)`` instead: B pops
-in one call of ``courier_exchange_v2`` and one commit.
+in one call of ``courier_exchange_v6`` and one commit.
 
 Each process reports the latency of every call that popped something, the id of
 every message popped, and when its last pop completed. pops/s is the messages

@@ -520,6 +520,7 @@ class Repository:
             [send.receiver for _, send in sends],
             [send.priority for _, send in sends],
             [send.context for _, send in sends],
+            [send.options.persistent for _, send in sends],
             [k for k, _ in copies],
             [queue for _, queue in copies],
             self.limits.max_body_bytes,
@@ -541,17 +542,10 @@ class Repository:
         ]  # fmt: skip
         send_groups = [_send_group(n, op) for n, op in numbered if isinstance(op, SendManyRequest)]
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
-        persistence = [send.options.persistent for _, send in sends]
-        # Acks and persistent plain sends keep the leaner one.
-        function = "courier_exchange_v2"
-        if option_sends or send_groups or pop_groups or pops or reads or not all(persistence):
-            # Messages read come with their properties; sends say whether they persist.
-            function = "courier_exchange_v6"
-            arguments.insert(6, persistence)  # p_persistent follows p_contexts
-            arguments += [[_option_send(n, send) for n, send in option_sends],
-                          self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
+        arguments += [[_option_send(n, send) for n, send in option_sends],
+                      self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
         placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
-        rows = await self._call_many(f"{function}({placeholders})", *arguments)
+        rows = await self._call_many(f"courier_exchange_v6({placeholders})", *arguments)
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
         # unanswered, or answered with a broken row, fails alone.

@@ -78,6 +78,37 @@ async def test_one_bad_request_in_a_batch_fails_alone(
     assert await stored_bodies(pool) == ["good 1", "good 2", "good 2"]
 
 
+ONE_REFUSAL = {
+    "missing queue": (lambda w, v, q: Send(w, [q, 999_999], b"bad"), errors.QueueNotFound),
+    "priority": (lambda w, v, q: Send(w, [q], b"bad", priority=0), errors.InvalidPriority),
+    "read-only sender": (lambda w, v, q: Send(v, [q], b"bad"), errors.NotAuthorised),
+    "queue twice": (lambda w, v, q: Send(w, [q, q], b"bad"), errors.BadRequest),
+    "no sender": (lambda w, v, q: Send(424_242, [q], b"bad"), errors.ClientNotFound),
+    "no queue": (lambda w, v, q: Send(w, [], b"bad"), errors.BadRequest),
+    "bad receiver": (lambda w, v, q: Send(w, [q], b"bad", receiver=-1), errors.BadRequest),
+}
+
+
+@pytest.mark.parametrize("case", ONE_REFUSAL)
+async def test_a_single_refusal_among_plain_sends_is_caught(
+    repo: repository.Repository, pool: asyncpg.Pool, case: str
+) -> None:
+    """A batch whose one bad request is its only flaw must still leave the plain
+    insert for the checked path: the bad one fails, the good ones are stored."""
+    writer = await repo.register_client("writer")
+    viewer = await repo.register_client("viewer", models.ClientMode.READ_ONLY)
+    queue = (await repo.create_queue("jobs")).id
+    make_bad, error = ONE_REFUSAL[case]
+    outcome = await repo.send_each([
+        Send(writer.id, [queue], b"good 1"), make_bad(writer.id, viewer.id, queue),
+        Send(writer.id, [queue], b"good 2"),
+    ])  # fmt: skip
+
+    assert type(outcome.answers[1]) is error, outcome.answers[1]
+    assert all(isinstance(ids, list) for ids in (outcome.answers[0], outcome.answers[2]))
+    assert await stored_bodies(pool) == ["good 1", "good 2"]
+
+
 async def test_a_batch_keeps_its_order_in_ids_and_time(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:
