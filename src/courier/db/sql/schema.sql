@@ -2797,9 +2797,14 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
-    WHERE EXISTS (SELECT FROM courier_messages m
-                  WHERE m.queue_id = p_queue_id AND m.audience = r.reader);
+    -- One probe says whether the queue holds any message for one receiver; only then
+    -- is each reader asked whether it holds one of its own (migration 0027).
+    IF EXISTS (SELECT FROM courier_messages m WHERE m.queue_id = p_queue_id AND m.audience > 0)
+    THEN
+        SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
+        WHERE EXISTS (SELECT FROM courier_messages m
+                      WHERE m.queue_id = p_queue_id AND m.audience = r.reader);
+    END IF;
     SELECT array_agg(r.n ORDER BY r.n) INTO v_shared
     FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
     WHERE NOT r.reader = ANY (coalesce(v_with_own, '{}'));
@@ -2838,10 +2843,8 @@ BEGIN
     END LOOP;
 
     FOR v_row IN SELECT r.reader, r.n::integer AS n
-                 FROM unnest(p_readers) WITH ORDINALITY r(reader, n) ORDER BY r.n LOOP
-        IF v_row.n = ANY (coalesce(v_shared, '{}')) THEN
-            CONTINUE;
-        END IF;
+                 FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
+                 WHERE r.reader = ANY (v_with_own) ORDER BY r.n LOOP
         v_id := courier_take_one_v1(v_row.reader, p_queue_id, p_order);
         IF v_id IS NOT NULL THEN
             DELETE FROM courier_messages m WHERE m.id = v_id
