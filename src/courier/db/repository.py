@@ -11,9 +11,8 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, TypeVar
@@ -1029,16 +1028,7 @@ class Repository:
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
         """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""
-        started = time.perf_counter_ns()
-        async with self._connection() as connection:
-            acquired = time.perf_counter_ns()
-            query = f"SELECT * FROM {function_call}"
-            row = await self._timed(
-                connection.fetchrow(query, *args, timeout=self._statement_timeout)
-            )
-            answered = time.perf_counter_ns()
-        if timing is not None:
-            timing.spans(started, acquired, answered, row["exec_ns"])
+        row = await self._fetch(True, function_call, args, timing)
         status = row.get("status")
         if status:
             _translate.check_status(status)
@@ -1048,45 +1038,49 @@ class Repository:
         self, function_call: str, *args: Any, timing: Timing | None = None
     ) -> list[Any]:
         """Run ``SELECT * FROM <function_call>`` for many rows; translate failures."""
-        started = time.perf_counter_ns()
-        async with self._connection() as connection:
-            acquired = time.perf_counter_ns()
-            rows: list[Any] = await self._timed(connection.fetch(
-                f"SELECT * FROM {function_call}", *args, timeout=self._statement_timeout
-            ))  # fmt: skip
-            answered = time.perf_counter_ns()
-        if timing is not None:
-            timing.spans(started, acquired, answered, max((r["exec_ns"] for r in rows), default=0))
+        rows: list[Any] = await self._fetch(False, function_call, args, timing)
         return rows
 
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection; UNAVAILABLE when none is free within the acquire timeout.
-        Failures inside come out translated."""
+    async def _fetch(
+        self, one: bool, function_call: str, args: Sequence[Any], timing: Timing | None
+    ) -> Any:
+        """``SELECT * FROM <function_call>`` on a pooled connection: its one row, or all
+        of them. UNAVAILABLE when no connection is free within the acquire timeout, or
+        the database did not answer in time (asyncpg has cancelled the statement by
+        then: whether it committed is unknown); other failures come out translated.
+        Plain awaits rather than context managers: this runs once per database call,
+        and their frames cost a middleware about a tenth of a call's own time."""
+        started = time.perf_counter_ns()
+        pool = self.pool
         try:
-            connection = await self.pool.acquire(timeout=self._acquire_timeout)
+            connection = await pool.acquire(timeout=self._acquire_timeout)
         except TimeoutError as exc:
             raise errors.Unavailable(
                 f"no database connection was free within {self._acquire_timeout:g}s"
             ) from exc
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
+        acquired = time.perf_counter_ns()
+        query = f"SELECT * FROM {function_call}"
         try:
-            yield connection
-        except _translate.TRANSLATED as exc:
-            raise _translate.translate(exc) from exc
-        finally:
-            await self.pool.release(connection)
-
-    async def _timed(self, call: Awaitable[T]) -> T:
-        """The call's result; UNAVAILABLE if the database did not answer in time (asyncpg
-        has cancelled the statement by then: whether it committed is unknown)."""
-        try:
-            return await call
+            if one:
+                result = await connection.fetchrow(query, *args, timeout=self._statement_timeout)
+            else:
+                result = await connection.fetch(query, *args, timeout=self._statement_timeout)
+            answered = time.perf_counter_ns()
         except TimeoutError as exc:
             raise errors.Unavailable(
                 f"the database did not answer within {self._statement_timeout:g}s"
             ) from exc
+        except _translate.TRANSLATED as exc:
+            raise _translate.translate(exc) from exc
+        finally:
+            await pool.release(connection)
+        if timing is not None:
+            rows = [result] if one else result
+            exec_ns = max((row["exec_ns"] for row in rows), default=0)
+            timing.spans(started, acquired, answered, exec_ns)
+        return result
 
     def _check_drafts(self, drafts: Sequence[models.Draft]) -> None:
         if not drafts:
