@@ -909,6 +909,19 @@ LANGUAGE sql AS $$
                                         p_max_body_bytes)
 $$;
 
+-- The checked path of courier_send_batch_v3 (migration 0026) answers alike.
+CREATE FUNCTION courier_send_batch_checked_v1(
+    p_senders bigint[], p_bodies bytea[], p_receivers bigint[], p_priorities integer[],
+    p_contexts bigint[], p_persistent boolean[], p_copy_requests integer[],
+    p_copy_queues bigint[], p_max_body_bytes integer)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[],
+               exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT * FROM courier_send_batch_v3(p_senders, p_bodies, p_receivers, p_priorities,
+                                        p_contexts, p_persistent, p_copy_requests,
+                                        p_copy_queues, p_max_body_bytes)
+$$;
+
 CREATE FUNCTION courier_send_each_v2(
     p_sender_id bigint, p_queue_ids bigint[], p_bodies bytea[], p_receivers bigint[],
     p_priorities integer[], p_contexts bigint[], p_delays integer[], p_ttls integer[],
