@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import numpy
 import uvloop
 
-from courier import errors
+from courier import errors, gctuning
 from courier.bench import results
 from courier.lab import loadgen
 
@@ -135,6 +135,7 @@ def child(control: Connection, work: Callable[[], Awaitable[object]]) -> None:
     parent its result, or the error's text."""
     os.setpgrp()  # Ctrl-C reaches the parent only; it stops us by pid
     _allow_many_sockets()
+    gctuning.tune_for_serving()
 
     async def main() -> object:
         return await work()

@@ -20,7 +20,7 @@ from typing import Any
 
 import uvloop
 
-from courier import errors
+from courier import errors, gctuning
 from courier.client import AsyncClient
 from courier.lab import driver, process_recording, workloads
 
@@ -117,6 +117,7 @@ def serve_process(
     """Run ``main(ready)`` on uvloop in this child process and send its result (or
     the error's text) to the runner; ``ready()`` says ready and waits for go."""
     os.setpgrp()  # Ctrl-C reaches the runner only; it stops us in order
+    gctuning.tune_for_serving()
     try:
         control.send(uvloop.run(main(_pipe_go(control))))
     except Exception as exc:

@@ -14,7 +14,7 @@ from typing import Any
 
 import uvloop
 
-from courier import config, errors, protocol, tls
+from courier import config, errors, gctuning, protocol, tls
 from courier.db import batching, listen, mock, pools, repository, routing
 from courier.server import (
     backend,
@@ -240,4 +240,5 @@ async def serve(
 
 
 def run(settings: config.ServerSettings, recorder: measurement_hook.Recorder | None = None) -> None:
+    gctuning.tune_for_serving()
     uvloop.run(serve(settings, recorder))
