@@ -109,6 +109,24 @@ async def test_a_single_refusal_among_plain_sends_is_caught(
     assert await stored_bodies(pool) == ["good 1", "good 2"]
 
 
+async def test_a_batch_whose_copies_name_no_such_request_is_answered_per_request(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    """Arrays a caller got wrong (a copy of request 3 in a batch of two) must not
+    reach the bare insert: each real request is answered, nothing is half-stored."""
+    writer = await repo.register_client("writer")
+    queue = (await repo.create_queue("jobs")).id
+    rows = await pool.fetch(
+        "SELECT * FROM courier_send_batch_v3($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        [writer.id, writer.id], [b"one", b"two"], [None, None], [5, 5], [None, None],
+        [True, True], [1, 3], [queue, queue], 1_000_000,
+    )  # fmt: skip
+
+    statuses = {row["request"]: row["status"] for row in rows}
+    assert statuses == {1: 0, 2: errors.Status.BAD_REQUEST}
+    assert await stored_bodies(pool) == ["one"]
+
+
 async def test_a_batch_keeps_its_order_in_ids_and_time(
     repo: repository.Repository, writer: models.ClientInfo, queue: models.Queue
 ) -> None:

@@ -47,10 +47,12 @@ BEGIN
           LEFT JOIN courier_clients s ON s.id = m.sender) r,
          (SELECT count(DISTINCT k.queue_id) AS queues,
                  count(DISTINCT (k.request, k.queue_id)) = count(*)
-                 AND count(DISTINCT k.request) = cardinality(p_senders) AS well_formed
+                 AND count(DISTINCT k.request) = cardinality(p_senders)
+                 AND min(k.request) >= 1 AND max(k.request) <= cardinality(p_senders)
+                 AS well_formed
           FROM unnest(p_copy_requests, p_copy_queues) k(request, queue_id)) c;
     IF v_special OR NOT coalesce(v_plain, false) OR v_found < v_queues
-       OR NOT v_well_formed THEN
+       OR NOT coalesce(v_well_formed, false) THEN
         -- Anything else (a limit, a send list, a request to refuse) takes the checked
         -- path, which answers each request as before.
         RETURN QUERY SELECT * FROM courier_send_batch_checked_v1(p_senders, p_bodies,
