@@ -1027,8 +1027,9 @@ class Repository:
 
     # -- the one call path -----------------------------------------------------
     async def _call(self, function_call: str, *args: Any, timing: Timing | None) -> Any:
-        """Run ``SELECT * FROM <function_call>``; translate failures and bad statuses."""
-        row = await self._fetch(True, function_call, args, timing)
+        """Run ``SELECT * FROM <function_call>`` for its one row; translate failures and
+        bad statuses."""
+        row = (await self._call_many(function_call, *args, timing=timing))[0]
         status = row.get("status")
         if status:
             _translate.check_status(status)
@@ -1037,23 +1038,15 @@ class Repository:
     async def _call_many(
         self, function_call: str, *args: Any, timing: Timing | None = None
     ) -> list[Any]:
-        """Run ``SELECT * FROM <function_call>`` for many rows; translate failures."""
-        rows: list[Any] = await self._fetch(False, function_call, args, timing)
-        return rows
-
-    async def _fetch(
-        self, one: bool, function_call: str, args: Sequence[Any], timing: Timing | None
-    ) -> Any:
-        """``SELECT * FROM <function_call>`` on a pooled connection: its one row, or all
-        of them. UNAVAILABLE when no connection is free within the acquire timeout, or
-        the database did not answer in time (asyncpg has cancelled the statement by
-        then: whether it committed is unknown); other failures come out translated.
-        Plain awaits rather than context managers: this runs once per database call,
-        and their frames cost a middleware about a tenth of a call's own time."""
+        """Run ``SELECT * FROM <function_call>`` on a pooled connection for all its rows.
+        UNAVAILABLE when no connection is free within the acquire timeout, or the
+        database did not answer in time (asyncpg has cancelled the statement by then:
+        whether it committed is unknown); other failures come out translated. Plain
+        awaits rather than context managers: this runs once per database call, and
+        their frames cost a middleware about a tenth of a call's own time."""
         started = time.perf_counter_ns()
-        pool = self.pool
         try:
-            connection = await pool.acquire(timeout=self._acquire_timeout)
+            connection = await self.pool.acquire(timeout=self._acquire_timeout)
         except TimeoutError as exc:
             raise errors.Unavailable(
                 f"no database connection was free within {self._acquire_timeout:g}s"
@@ -1061,12 +1054,10 @@ class Repository:
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
         acquired = time.perf_counter_ns()
-        query = f"SELECT * FROM {function_call}"
         try:
-            if one:
-                result = await connection.fetchrow(query, *args, timeout=self._statement_timeout)
-            else:
-                result = await connection.fetch(query, *args, timeout=self._statement_timeout)
+            rows: list[Any] = await connection.fetch(
+                f"SELECT * FROM {function_call}", *args, timeout=self._statement_timeout
+            )
             answered = time.perf_counter_ns()
         except TimeoutError as exc:
             raise errors.Unavailable(
@@ -1075,12 +1066,11 @@ class Repository:
         except _translate.TRANSLATED as exc:
             raise _translate.translate(exc) from exc
         finally:
-            await pool.release(connection)
+            await self.pool.release(connection)
         if timing is not None:
-            rows = [result] if one else result
             exec_ns = max((row["exec_ns"] for row in rows), default=0)
             timing.spans(started, acquired, answered, exec_ns)
-        return result
+        return rows
 
     def _check_drafts(self, drafts: Sequence[models.Draft]) -> None:
         if not drafts:
