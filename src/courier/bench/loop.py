@@ -18,18 +18,16 @@ from __future__ import annotations
 import array
 import asyncio
 import contextlib
-import os
 import resource
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 import numpy
-import uvloop
 
-from courier import errors, gctuning
+from courier import errors
 from courier.bench import results
 from courier.lab import loadgen
 
@@ -130,23 +128,11 @@ def process_main(plan: ClientsPlan, control: Connection) -> None:
     child(control, lambda: run_clients(plan, control))
 
 
-def child(control: Connection, work: Callable[[], Awaitable[object]]) -> None:
+def child(control: Connection, work: Callable[[], Coroutine[Any, Any, object]]) -> None:
     """The body of a benchmark's child process: run ``work`` on uvloop and send the
-    parent its result, or the error's text."""
-    os.setpgrp()  # Ctrl-C reaches the parent only; it stops us by pid
+    parent its result, or the error's text (as a lab load generator does)."""
     _allow_many_sockets()
-    gctuning.tune_for_serving()
-
-    async def main() -> object:
-        return await work()
-
-    try:
-        control.send(uvloop.run(main()))
-    except Exception as exc:
-        control.send(f"{type(exc).__name__}: {exc}")
-        raise
-    finally:
-        control.close()
+    loadgen.serve_process(control, lambda _ready: work())
 
 
 def _allow_many_sockets() -> None:

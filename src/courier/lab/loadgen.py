@@ -116,7 +116,7 @@ def serve_process(
 ) -> None:
     """Run ``main(ready)`` on uvloop in this child process and send its result (or
     the error's text) to the runner; ``ready()`` says ready and waits for go."""
-    os.setpgrp()  # Ctrl-C reaches the runner only; it stops us in order
+    os.setpgrp()  # Ctrl-C reaches the parent only, which stops us itself
     gctuning.tune_for_serving()
     try:
         control.send(uvloop.run(main(_pipe_go(control))))
