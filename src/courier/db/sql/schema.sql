@@ -4388,7 +4388,7 @@ DECLARE
     v_found integer;
     v_special boolean;    -- some queue named has a limit or a send list
     v_plain boolean;      -- every request passes the checks on its own fields
-    v_well_formed boolean;  -- every request names its queues once each
+    v_well_formed boolean;  -- every request has copies, each queue once; none of another
 BEGIN
     -- One look at the batch: it locks its queues (key share keeps them from being
     -- deleted before the insert) and says whether the plain path may store it.
