@@ -92,6 +92,35 @@ async def test_delete_removes_the_queue_and_its_messages(
     assert (await repo.get_queue(kept.id)).message_count == 1
 
 
+async def test_deleting_a_queue_reads_no_other_queue(pool: asyncpg.Pool) -> None:
+    """Among many queues, a delete (dead letter references cleared included) finds
+    what it touches through indexes: the transaction makes no sequential scan of
+    the queue table."""
+    async with pool.acquire() as connection:
+        await connection.execute(
+            "INSERT INTO courier_queues (name) SELECT 'q' || n FROM generate_series(1, 5000) n"
+        )
+        await connection.execute("ANALYZE courier_queues")
+        doomed, refers = await connection.fetchval(
+            "SELECT array_agg(id ORDER BY id) FROM courier_queues WHERE name IN ('q1', 'q2')"
+        )
+        await connection.execute(
+            "UPDATE courier_queues SET dead_letter_queue_id = $1 WHERE id = $2", doomed, refers
+        )
+        async with connection.transaction():
+            await connection.fetchval(
+                "SELECT exec_ns FROM courier_delete_queue_v1($1, false)", doomed
+            )
+            scans = await connection.fetchval(
+                "SELECT pg_stat_get_xact_numscans('courier_queues'::regclass)"
+            )
+        left = await connection.fetchval(
+            "SELECT dead_letter_queue_id FROM courier_queues WHERE id = $1", refers
+        )
+    assert scans == 0
+    assert left is None
+
+
 async def test_delete_if_empty_refuses_while_messages_remain(
     repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
 ) -> None:
