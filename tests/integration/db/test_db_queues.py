@@ -121,6 +121,27 @@ async def test_deleting_a_queue_reads_no_other_queue(pool: asyncpg.Pool) -> None
     assert left is None
 
 
+async def test_deleting_a_queue_without_subscriptions_runs_no_subscription_trigger(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    """The trigger that drops a removed subscription's queue runs per subscription
+    removed, not on every delete of a queue (whose cascade into the subscriptions
+    is a statement even when it removes none)."""
+    queue = await repo.create_queue("plain")
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute("SET LOCAL track_functions = 'pl'")
+        await connection.fetchval(
+            "SELECT exec_ns FROM courier_delete_queue_v1($1, false)", queue.id
+        )
+        calls = await connection.fetchval(
+            "SELECT pg_stat_get_xact_function_calls("
+            "'courier_drop_subscription_queues_v1()'::regprocedure)"
+        )
+    assert calls is None  # never called in this transaction
+    with pytest.raises(errors.QueueNotFound):
+        await repo.get_queue(queue.id)
+
+
 async def test_delete_if_empty_refuses_while_messages_remain(
     repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
 ) -> None:

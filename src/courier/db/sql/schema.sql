@@ -3359,21 +3359,22 @@ CREATE INDEX courier_subscriptions_instance ON courier_subscriptions (instance_i
 CREATE SEQUENCE courier_subscription_numbers;
 
 -- A subscription removed any way (unsubscribe, its topic deleted, its instance gone,
--- its subscriber logged out) takes its queue and the queue's messages with it. When
--- the queue itself was deleted first, there is nothing left to delete.
+-- its subscriber logged out) takes its queue and the queue's messages with it. Row
+-- by row since migration 0029: a statement trigger also ran, empty, on every delete
+-- of a queue.
 CREATE FUNCTION courier_drop_subscription_queues_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM courier_queues q USING gone g WHERE q.id = g.queue_id;
+    -- When the queue itself was deleted first, there is nothing left to delete.
+    DELETE FROM courier_queues q WHERE q.id = OLD.queue_id;
     RETURN NULL;
 END;
 $$;
 
 CREATE TRIGGER courier_subscriptions_gone
     AFTER DELETE ON courier_subscriptions
-    REFERENCING OLD TABLE AS gone
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_drop_subscription_queues_v1();
+    FOR EACH ROW EXECUTE FUNCTION courier_drop_subscription_queues_v1();
 
 -- The topic by id, or by name when p_id is NULL, locked as p_lock says ('share' for a
 -- publish, 'update' to change its subscriptions, 'delete'); TOPIC_NOT_FOUND (48).
