@@ -71,12 +71,15 @@ def reply_opcode(reply: frames.Reply, opcode: int | None) -> int:
     return opcode
 
 
+REPLY_TYPES_BY_CODE: dict[int, type[frames.Reply]] = {
+    int(code): reply for code, reply in frames.REPLY_TYPES.items()
+}
+"""frames.REPLY_TYPES keyed by the opcode's number: no enum lookup per reply."""
+
+
 def answers(opcode: int) -> type[frames.Reply] | None:
     """The successful reply type for a request opcode; None for an unknown opcode."""
-    try:
-        return frames.REPLY_TYPES[Opcode(opcode)]
-    except ValueError:
-        return None
+    return REPLY_TYPES_BY_CODE.get(opcode)
 
 
 def finish(writer: wire.Writer, request_id: int, flags: int) -> bytes:
@@ -104,8 +107,7 @@ def parse(raw: frames.RawFrame) -> frames.Request | frames.Reply:
 
 
 def read_request_body(reader: wire.Reader) -> frames.Request:
-    try:
-        read = requests.READERS[Opcode(reader.opcode)]
-    except ValueError:
-        raise exceptions.UnknownOpcode(reader.opcode) from None
+    read = requests.READERS.get(reader.opcode)
+    if read is None:
+        raise exceptions.UnknownOpcode(reader.opcode)
     return read(reader)

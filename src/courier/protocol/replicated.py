@@ -98,7 +98,7 @@ def read_place(reader: wire.Reader) -> frames.PlaceReply:
     )
 
 
-REQUEST_READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
+REQUEST_READERS: dict[int, Callable[[wire.Reader], frames.Request]] = {
     Opcode.CREATE_REPLICATED: lambda reader: frames.CreateReplicated(
         reader.name("name"), reader.u16("replicas"), reader.enum(POLICIES, "policy")
     ),

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from courier import errors, models
 from courier.protocol import constants, exceptions, frames, replicated, requests, wire
-from courier.protocol.constants import Opcode
 
 # The Message layout (docs/protocol.md) in the pieces between its variable fields:
 # id, queue, sender, receiver, context presence | [context] | priority, created_at,
@@ -237,10 +236,9 @@ def read_reply(reader: wire.Reader) -> frames.Reply:
     status = reader.status("status")
     if status is not errors.Status.OK:
         return frames.ErrorReply(status=status, message=reader.name("message"))
-    try:
-        read_payload = READERS[Opcode(reader.opcode)]
-    except ValueError:
-        raise exceptions.UnknownOpcode(reader.opcode) from None
+    read_payload = READERS.get(reader.opcode)
+    if read_payload is None:
+        raise exceptions.UnknownOpcode(reader.opcode)
     return read_payload(reader)
 
 
@@ -465,7 +463,7 @@ PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]]
     **replicated.PAYLOAD_READERS,
 }
 
-READERS: dict[Opcode, Callable[[wire.Reader], frames.Reply]] = {
+READERS: dict[int, Callable[[wire.Reader], frames.Reply]] = {
     opcode: PAYLOAD_READERS[reply] for opcode, reply in frames.REPLY_TYPES.items()
 }
 """How to read the payload of a successful reply to each opcode."""

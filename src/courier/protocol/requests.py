@@ -559,7 +559,7 @@ def read_operation(reader: wire.Reader) -> frames.Send | frames.Publish | frames
     opcode = reader.u8("operations[].opcode")
     if opcode not in constants.TRANSACTION_OPERATIONS:
         raise reader.fail(f"a transaction holds SEND, PUBLISH and ACK, not opcode {opcode:#04x}")
-    operation = READERS[Opcode(opcode)](reader)
+    operation = READERS[opcode](reader)
     assert isinstance(operation, frames.Send | frames.Publish | frames.Ack)
     return operation
 
@@ -569,7 +569,7 @@ def constant(request: frames.Request) -> Callable[[wire.Reader], frames.Request]
     return lambda reader: request
 
 
-READERS: dict[Opcode, Callable[[wire.Reader], frames.Request]] = {
+READERS: dict[int, Callable[[wire.Reader], frames.Request]] = {
     Opcode.PING: constant(frames.Ping()),
     Opcode.REGISTER: read_register,
     Opcode.LOGIN: read_login,

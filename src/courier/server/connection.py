@@ -196,9 +196,11 @@ class Connection:
 
     def _deadline(self) -> float | None:
         """The earliest deadline now in force (loop time), if any."""
-        deadlines = [d for d in (self._frame_deadline, self._login_deadline, self._idle_deadline)
-                     if d is not None]  # fmt: skip
-        return min(deadlines, default=None)
+        earliest = self._frame_deadline
+        for deadline in (self._login_deadline, self._idle_deadline):
+            if deadline is not None and (earliest is None or deadline < earliest):
+                earliest = deadline
+        return earliest
 
     def _watch(self) -> None:
         """Make sure the watchdog goes off by the current deadline. One timer serves
@@ -363,7 +365,7 @@ class Connection:
         """The reply, and the session the request leaves."""
         if current.client is None and opcode not in constants.PRE_LOGIN_OPCODES:
             raise errors.NotLoggedIn()
-        handler = handlers.HANDLERS[Opcode(opcode)]
+        handler = handlers.HANDLERS[opcode]
         context = handlers.Context(self._services, current, timing, self._cancel_waiting,
                                    self._seat, self._peer_host)  # fmt: skip
         result = await handler(context, request)

@@ -573,7 +573,7 @@ CHANGES_SESSION = frozenset({Opcode.LOGIN, Opcode.LOGOUT, Opcode.LOGIN_START, Op
 request until such a one is answered, so every request sees the session as it was
 when the request arrived."""
 
-HANDLERS: dict[Opcode, Handler] = {
+HANDLERS: dict[int, Handler] = {
     Opcode.PING: ping,
     Opcode.REGISTER: register,
     Opcode.LOGIN: login,
@@ -606,4 +606,5 @@ HANDLERS: dict[Opcode, Handler] = {
     **replicated_handlers.HANDLERS,
     Opcode.COMMIT: commit.commit,
 }
-"""Opcode -> handler; every request opcode has exactly one."""
+"""Opcode -> handler; every request opcode has exactly one. Keyed by int, as frames
+carry opcodes, so a request is dispatched without an enum lookup."""

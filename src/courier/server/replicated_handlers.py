@@ -60,7 +60,7 @@ async def leave_replicated(ctx: Context, request: frames.LeaveReplicated) -> fra
     return frames.Done()
 
 
-HANDLERS: dict[Opcode, Callable[[Context, Any], Awaitable[frames.Reply]]] = {
+HANDLERS: dict[int, Callable[[Context, Any], Awaitable[frames.Reply]]] = {
     Opcode.CREATE_REPLICATED: create_replicated,
     Opcode.DELETE_REPLICATED: delete_replicated,
     Opcode.GET_REPLICATED: get_replicated,

@@ -93,7 +93,7 @@ def topic_key(topic_id: int | None, name: str | None) -> int | str:
     return key
 
 
-HANDLERS: dict[Opcode, Callable[[Context, Any], Awaitable[frames.Reply]]] = {
+HANDLERS: dict[int, Callable[[Context, Any], Awaitable[frames.Reply]]] = {
     Opcode.CREATE_TOPIC: create_topic,
     Opcode.DELETE_TOPIC: delete_topic,
     Opcode.GET_TOPIC: get_topic,
