@@ -322,7 +322,16 @@ def is_outage(exc: BaseException) -> bool:
 
 
 def send_options(request: frames.Send | frames.Publish) -> SendOptions:
-    """What a SEND or PUBLISH asks beyond storing its message."""
+    """What a SEND or PUBLISH asks beyond storing its message (most ask nothing: they
+    share one value)."""
+    if (
+        request.persistent
+        and not request.delay_ms
+        and request.ttl_ms is None
+        and request.dedup_id is None
+        and not request.properties
+    ):
+        return repository.PLAIN_SEND
     return SendOptions(
         request.delay_ms, request.ttl_ms, request.dedup_id, request.properties, request.persistent
     )

@@ -38,7 +38,7 @@ import termios
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from courier import config, errors, protocol, watchdog
 from courier.protocol import constants, exceptions, frames, names
@@ -105,7 +105,8 @@ class Connection:
         self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
         self._waiting: dict[int, asyncio.Task[None]] = {}  # RECEIVE/AWAIT_RESPONSE by request id
         self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
-        self._slots = asyncio.Semaphore(MAX_IN_FLIGHT)
+        self._slot_freed = asyncio.Event()  # a running request ended (see _dispatch)
+        self._context: handlers.Context | None = None  # shared by unrecorded requests
         self._reading: asyncio.Task[None] | None = None
         self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
         self._in_read = False  # the deadlines apply only while waiting for a chunk
@@ -273,7 +274,9 @@ class Connection:
         self._write(protocol.encode(raw.request_id, reply, opcode=raw.opcode))
 
     async def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> None:
-        await self._slots.acquire()
+        while len(self._tasks) >= MAX_IN_FLIGHT:
+            self._slot_freed.clear()
+            await self._slot_freed.wait()
         request = Incoming(raw, self.session, arrived_ns, wall_ns)
         task = self._loop.create_task(self._answer(request))
         self._tasks[task] = raw.opcode
@@ -287,7 +290,7 @@ class Connection:
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         del self._tasks[task]
-        self._slots.release()
+        self._slot_freed.set()
         self._cancelled.discard(task)
 
     def _stop_waiting(self, request_id: int, task: asyncio.Task[None]) -> None:
@@ -366,13 +369,25 @@ class Connection:
         if current.client is None and opcode not in constants.PRE_LOGIN_OPCODES:
             raise errors.NotLoggedIn()
         handler = handlers.HANDLERS[opcode]
-        context = handlers.Context(self._services, current, timing, self._cancel_waiting,
-                                   self._seat, self._peer_host)  # fmt: skip
-        result = await handler(context, request)
+        result = await handler(self._context_for(current, timing), request)
         if not isinstance(result, handlers.SessionChange):
             return result, current
         self._enter(result.session)
         return result.reply, result.session
+
+    def _context_for(
+        self, current: session.Session, timing: backend.Timing | None
+    ) -> handlers.Context:
+        """A request's context. Contexts are immutable, so the requests of one session
+        that are not timed share one rather than each building its own."""
+        shared = self._context
+        if timing is None and shared is not None and shared.session is current:
+            return shared
+        context = handlers.Context(self._services, current, timing, self._cancel_waiting,
+                                   self._seat, self._peer_host)  # fmt: skip
+        if timing is None:
+            self._context = context
+        return context
 
     def _enter(self, new: session.Session) -> None:
         """From now on the connection is in this session; only a logged-in one may idle
@@ -530,9 +545,9 @@ def kernel_backlog(transport: asyncio.BaseTransport) -> int:
     return count
 
 
-@dataclass(frozen=True, slots=True)
-class Incoming:
-    """A frame as it arrived: the session then current and when it came."""
+class Incoming(NamedTuple):
+    """A frame as it arrived: the session then current and when it came. (A named
+    tuple: one is built per request, at a third of a frozen dataclass's cost.)"""
 
     raw: frames.RawFrame
     session: session.Session
