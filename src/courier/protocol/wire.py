@@ -237,6 +237,8 @@ class Reader:
         if count > constants.MAX_PROPERTIES:
             raise self.fail(f"{field}: {count} properties; at most {constants.MAX_PROPERTIES}")
         properties: dict[str, models.PropertyValue] = {}
+        if not count:  # most messages carry none: nothing to check
+            return properties
         for _ in range(count):
             key = self.name(f"{field} key")
             if not 0 < len(key.encode()) <= constants.MAX_PROPERTY_KEY_BYTES:
