@@ -68,12 +68,14 @@ class SendOptions:
     @property
     def plain(self) -> bool:
         """Nothing beyond storing: the set-based path of the exchange stores it."""
-        return (
-            not self.delay_ms
-            and self.ttl_ms is None
-            and self.dedup_id is None
-            and not self.properties
-        )
+        return asks_nothing(self.delay_ms, self.ttl_ms, self.dedup_id, self.properties)
+
+
+def asks_nothing(
+    delay_ms: int, ttl_ms: int | None, dedup_id: str | None, properties: models.Properties
+) -> bool:
+    """Whether a send with these options asks for nothing beyond storing."""
+    return not delay_ms and ttl_ms is None and dedup_id is None and not properties
 
 
 PLAIN_SEND = SendOptions()

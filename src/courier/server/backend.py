@@ -324,14 +324,7 @@ def is_outage(exc: BaseException) -> bool:
 def send_options(request: frames.Send | frames.Publish) -> SendOptions:
     """What a SEND or PUBLISH asks beyond storing its message (most ask nothing: they
     share one value)."""
-    if (
-        request.persistent
-        and not request.delay_ms
-        and request.ttl_ms is None
-        and request.dedup_id is None
-        and not request.properties
-    ):
+    options = (request.delay_ms, request.ttl_ms, request.dedup_id, request.properties)
+    if request.persistent and repository.asks_nothing(*options):
         return repository.PLAIN_SEND
-    return SendOptions(
-        request.delay_ms, request.ttl_ms, request.dedup_id, request.properties, request.persistent
-    )
+    return SendOptions(*options, request.persistent)

@@ -606,5 +606,5 @@ HANDLERS: dict[int, Handler] = {
     **replicated_handlers.HANDLERS,
     Opcode.COMMIT: commit.commit,
 }
-"""Opcode -> handler; every request opcode has exactly one. Keyed by int, as frames
-carry opcodes, so a request is dispatched without an enum lookup."""
+"""Opcode -> handler; every request opcode has exactly one. Typed by int: an Opcode
+is an int, so a frame's opcode number finds its handler without an enum lookup."""
