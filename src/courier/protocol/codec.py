@@ -71,15 +71,9 @@ def reply_opcode(reply: frames.Reply, opcode: int | None) -> int:
     return opcode
 
 
-REPLY_TYPES_BY_CODE: dict[int, type[frames.Reply]] = {
-    int(code): reply for code, reply in frames.REPLY_TYPES.items()
-}
-"""frames.REPLY_TYPES keyed by the opcode's number: no enum lookup per reply."""
-
-
 def answers(opcode: int) -> type[frames.Reply] | None:
     """The successful reply type for a request opcode; None for an unknown opcode."""
-    return REPLY_TYPES_BY_CODE.get(opcode)
+    return frames.REPLY_TYPES.get(opcode)
 
 
 def finish(writer: wire.Writer, request_id: int, flags: int) -> bytes:

@@ -660,7 +660,7 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.LEAVE_REPLICATED: LeaveReplicated,
 }
 
-REPLY_TYPES: dict[Opcode, type[Reply]] = {
+REPLY_TYPES: dict[int, type[Reply]] = {
     Opcode.PING: Pong,
     Opcode.REGISTER: ClientReply,
     Opcode.LOGIN: ClientReply,
@@ -703,7 +703,9 @@ REPLY_TYPES: dict[Opcode, type[Reply]] = {
     Opcode.JOIN_REPLICATED: PlaceReply,
     Opcode.LEAVE_REPLICATED: Done,
 }
-"""The successful reply type for each request opcode (ErrorReply answers any)."""
+"""The successful reply type for each request opcode (ErrorReply answers any). Typed
+by int: an Opcode is an int, so a frame's opcode number finds it without an enum
+lookup."""
 
 OPCODES: dict[type[Request], Opcode] = {cls: op for op, cls in REQUEST_TYPES.items()}
 
