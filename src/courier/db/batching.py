@@ -37,7 +37,8 @@ MAX_BATCH = 256
 
 MAX_IN_FLIGHT = 1
 """Calls one batcher keeps running at once: a new batch forms while they run. On
-the development box one gave larger batches and more throughput than two."""
+the development box one gave larger batches and more throughput than two. With one,
+the batcher of single requests can keep its connection between calls."""
 
 BULK_IN_FLIGHT = 2
 """The same for the batcher of batch requests (SEND_MANY, RECEIVE_MANY, ACK_MANY):
@@ -196,8 +197,11 @@ class BatchedRepository(repository.Repository):
         timeouts: config.PoolSettings = repository.DEFAULT_POOL,
     ) -> None:
         super().__init__(pool, limits, timeouts)
+        # The batcher of single requests makes one call at a time, so it keeps a
+        # connection between its calls; not when that would be the pool's only one.
+        self._kept = repository.KeptConnection() if pool.get_max_size() > 1 else None
         self._batcher: Batcher[repository.Operation, Any] = Batcher(
-            self._run_batch, cost=subtransactions
+            self._run_single_batch, cost=subtransactions
         )
         self._bulk: Batcher[repository.Operation, Any] = Batcher(
             self._run_batch, max_in_flight=BULK_IN_FLIGHT, cost=subtransactions
@@ -306,6 +310,24 @@ class BatchedRepository(repository.Repository):
         request = repository.AckManyRequest(holder_id, tuple(delivery_ids))
         settled: list[models.Settled] = await self._bulk.submit(request, timing)
         return settled
+
+    async def close(self) -> None:
+        await self.release_connection()
+        await super().close()
+
+    async def release_connection(self) -> None:
+        """Hand the connection the batcher keeps back to the pool (it takes one again
+        on its next call): for whoever closes the pool without closing this, since
+        a pool waits for every connection it lent before it closes."""
+        if self._kept is not None:
+            await self.release_kept(self._kept)
+
+    async def _run_single_batch(
+        self, operations: list[repository.Operation]
+    ) -> repository.BatchOutcome[Any]:
+        if self._kept is not None:
+            self.keep_connection(self._kept)  # for the batcher's drain task alone
+        return await self._run_batch(operations)
 
     async def _run_batch(
         self, operations: list[repository.Operation]

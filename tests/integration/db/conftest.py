@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
+import asyncpg
 import pytest
 
 from courier import models
-from courier.db import repository
+from courier.db import batching, repository
+
+
+@pytest.fixture
+async def batched_repo(pool: asyncpg.Pool) -> AsyncIterator[batching.BatchedRepository]:
+    """The batched repository on the test's pool. It keeps a connection between
+    calls, which it must hand back before the pool can close."""
+    made = batching.BatchedRepository(pool)
+    yield made
+    await made.release_connection()
 
 
 @pytest.fixture

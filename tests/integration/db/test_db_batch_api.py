@@ -6,6 +6,7 @@ requests, each answered on its own."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
@@ -19,8 +20,10 @@ Draft = models.Draft
 
 
 @pytest.fixture
-def batched(pool: asyncpg.Pool) -> CountingRepository:
-    return CountingRepository(pool)
+async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
+    made = CountingRepository(pool)
+    yield made
+    await made.release_connection()  # else the pool waits for it to close
 
 
 @pytest.fixture

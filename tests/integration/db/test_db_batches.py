@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import asyncpg
@@ -14,7 +14,7 @@ import pytest
 from db_helpers import message_count
 from test_db_concurrency import MIXED_SHAPES, MixedOutcome, store_mixed_round
 
-from courier import errors, models
+from courier import config, errors, models
 from courier.db import batching, repository
 
 Send = repository.SendRequest
@@ -35,8 +35,10 @@ class CountingRepository(batching.BatchedRepository):
 
 
 @pytest.fixture
-def batched(pool: asyncpg.Pool) -> CountingRepository:
-    return CountingRepository(pool)
+async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
+    made = CountingRepository(pool)
+    yield made
+    await made.release_connection()  # else the pool waits for it to close
 
 
 async def stored_bodies(pool: asyncpg.Pool) -> list[str]:
@@ -473,3 +475,69 @@ async def test_batches_sharing_dedup_ids_in_any_order_never_deadlock(
         for opened in pools:
             await opened.close()
     assert await message_count(pool) == 3 * len(keys)
+
+
+# -- the connection the batcher of single requests keeps -----------------------------
+
+
+def lent(pool: asyncpg.Pool) -> int:
+    """Connections the pool has lent out and not had back."""
+    return pool.get_size() - pool.get_idle_size()
+
+
+async def test_the_single_batcher_keeps_one_connection_between_calls(
+    batched: CountingRepository, writer: models.ClientInfo, reader: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    pool = batched.pool
+    assert lent(pool) == 0
+    for body in (b"a", b"b", b"c"):
+        await batched.send(writer.id, [queue.id], body)
+        assert lent(pool) == 1  # the same one, kept: never a second
+    assert (await batched.read(reader.id, queue_id=queue.id, pop=True)).body == b"a"
+    await batched.release_connection()
+    assert lent(pool) == 0
+
+
+async def test_a_kept_connection_goes_back_to_the_pool_every_so_many_calls(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setattr(repository, "KEEP_CALLS", 1)
+    await batched.send(writer.id, [queue.id], b"first takes it")
+    assert lent(batched.pool) == 1
+    await batched.send(writer.id, [queue.id], b"second serves once more, then hands it back")
+    assert lent(batched.pool) == 0
+    await batched.send(writer.id, [queue.id], b"third takes one again")
+    assert lent(batched.pool) == 1
+
+
+async def test_a_kept_connection_the_database_dropped_is_replaced(
+    batched: CountingRepository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    reader: models.ClientInfo, queue: models.Queue,
+) -> None:  # fmt: skip
+    await batched.send(writer.id, [queue.id], b"before")
+    async with pool.acquire() as other:
+        dropped = await other.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    assert dropped >= 1
+    await asyncio.sleep(0.2)  # the client sees the connection end
+    await batched.send(writer.id, [queue.id], b"after")
+    bodies = [(await batched.read(reader.id, queue_id=queue.id, pop=True)).body for _ in "ab"]
+    assert bodies == [b"before", b"after"]
+
+
+async def test_a_pool_of_one_connection_is_not_kept_from_the_other_calls(
+    dsn: str, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    single = await asyncpg.create_pool(dsn, min_size=1, max_size=1)
+    batched = batching.BatchedRepository(single, timeouts=config.PoolSettings(acquire_timeout=2))
+    try:
+        await batched.send(writer.id, [queue.id], b"batched")
+        assert lent(single) == 0
+        # A call outside the batcher finds the pool's only connection free.
+        assert (await batched.get_queue(queue.id)).message_count == 1
+    finally:
+        await single.close()

@@ -58,7 +58,7 @@ async def test_the_unlogged_partition_is_unlogged_and_the_other_is_not(pool: asy
 
 async def test_every_send_path_stores_each_mode_in_its_partition(
     pool: asyncpg.Pool, repo: repository.Repository, writer: models.ClientInfo,
-    queue: models.Queue,
+    queue: models.Queue, batched_repo: batching.BatchedRepository,
 ) -> None:  # fmt: skip
     await repo.send(writer.id, [queue.id], b"send-p")
     await repo.send(writer.id, [queue.id], b"send-np", options=NON_PERSISTENT)
@@ -68,10 +68,9 @@ async def test_every_send_path_stores_each_mode_in_its_partition(
     await repo.send_many(writer.id, [queue.id], [
         models.Draft(b"many-p"), models.Draft(b"many-np", persistent=False),
     ])  # fmt: skip
-    batched = batching.BatchedRepository(pool)
     await asyncio.gather(
-        batched.send(writer.id, [queue.id], b"exchange-p"),
-        batched.send(writer.id, [queue.id], b"exchange-np", options=NON_PERSISTENT),
+        batched_repo.send(writer.id, [queue.id], b"exchange-p"),
+        batched_repo.send(writer.id, [queue.id], b"exchange-np", options=NON_PERSISTENT),
     )
     found = await partitions(pool)
     assert found == {
@@ -94,19 +93,18 @@ async def test_a_batch_on_the_general_path_keeps_each_message_s_mode(
 
 @pytest.mark.parametrize("order", [models.Order.TIME, models.Order.PRIORITY])
 async def test_a_pop_takes_the_best_message_of_either_mode(
-    pool: asyncpg.Pool, writer: models.ClientInfo, reader: models.ClientInfo,
-    queue: models.Queue, order: models.Order,
+    batched_repo: batching.BatchedRepository, writer: models.ClientInfo,
+    reader: models.ClientInfo, queue: models.Queue, order: models.Order,
 ) -> None:  # fmt: skip
-    repo = batching.BatchedRepository(pool)
     sent = [(b"1", 3, True), (b"2", 9, False), (b"3", 5, True), (b"4", 9, True), (b"5", 1, False)]
     for body, priority, persistent in sent:
         options = repository.SendOptions(persistent=persistent)
-        await repo.send(writer.id, [queue.id], body, priority=priority, options=options)
+        await batched_repo.send(writer.id, [queue.id], body, priority=priority, options=options)
     expected = [b"1", b"2", b"3", b"4", b"5"]
     if order is models.Order.PRIORITY:
         expected = [b"2", b"4", b"3", b"1", b"5"]
-    single = [await repo.read(reader.id, queue_id=queue.id, pop=True, order=order)]
-    rest = await repo.pop_many(reader.id, queue.id, 10, order=order)
+    single = [await batched_repo.read(reader.id, queue_id=queue.id, pop=True, order=order)]
+    rest = await batched_repo.pop_many(reader.id, queue.id, 10, order=order)
     assert [m.body for m in single + rest] == expected
 
 
@@ -199,7 +197,7 @@ async def test_a_delayed_non_persistent_message_waits_held_and_falls_due_as_such
 
 async def test_a_dedup_id_on_a_non_persistent_message_is_refused_on_every_path(
     pool: asyncpg.Pool, repo: repository.Repository, writer: models.ClientInfo,
-    queue: models.Queue, instance: int,
+    queue: models.Queue, instance: int, batched_repo: batching.BatchedRepository,
 ) -> None:  # fmt: skip
     # A crash would lose the message and keep its dedup id: a retry would then be
     # answered with the ids of a message that is gone.
@@ -216,9 +214,8 @@ async def test_a_dedup_id_on_a_non_persistent_message_is_refused_on_every_path(
     operation = transactions.SendOperation([queue.id], b"once", dedup_id="o-3", persistent=False)
     with pytest.raises(errors.BadRequest, match=f"operation 1 of the transaction: {refused}"):
         await repo.commit(writer.id, [operation])
-    batched = batching.BatchedRepository(pool)
     with pytest.raises(errors.BadRequest, match=refused):
-        await batched.send(writer.id, [queue.id], b"once", options=options)
+        await batched_repo.send(writer.id, [queue.id], b"once", options=options)
     assert await partitions(pool) == {}
     # Persistent, the same dedup id is taken: the refusals stored nothing of it.
     persistent = repository.SendOptions(dedup_id="order-1")

@@ -155,10 +155,10 @@ async def test_a_response_and_a_given_back_pop_keep_the_properties(
 
 
 async def test_batched_sends_and_pops_carry_properties(
-    pool: asyncpg.Pool, writer: models.ClientInfo, reader: models.ClientInfo,
-    queue: models.Queue,
+    batched_repo: batching.BatchedRepository, writer: models.ClientInfo,
+    reader: models.ClientInfo, queue: models.Queue,
 ) -> None:  # fmt: skip
-    repo = batching.BatchedRepository(pool)
+    repo = batched_repo
     sends = [
         repo.send(writer.id, [queue.id], str(n).encode(),
                   options=with_properties({"n": str(n)}) if n % 2 else repository.PLAIN_SEND)

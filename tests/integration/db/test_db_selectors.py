@@ -102,10 +102,10 @@ async def test_reading_by_sender_keeps_its_meaning_with_a_selector(
 
 
 async def test_the_batched_repository_takes_selective_reads_alone(
-    pool: asyncpg.Pool, writer: models.ClientInfo, reader: models.ClientInfo,
-    queue: models.Queue,
+    batched_repo: batching.BatchedRepository, writer: models.ClientInfo,
+    reader: models.ClientInfo, queue: models.Queue,
 ) -> None:  # fmt: skip
-    batched = batching.BatchedRepository(pool)
+    batched = batched_repo
     await batched.send(writer.id, [queue.id], b"a", options=options({"n": 1}))
     await batched.send(writer.id, [queue.id], b"b", options=options({"n": 2}))
     plain, selected = await asyncio.gather(
