@@ -12,6 +12,7 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 from __future__ import annotations
 
 import contextvars
+import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -580,8 +581,10 @@ class Repository:
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
         arguments += [[_option_send(n, send) for n, send in option_sends],
                       self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
-        placeholders = ", ".join(f"${k}" for k in range(1, len(arguments) + 1))
-        rows = await self._call_many(f"courier_exchange_v6({placeholders})", *arguments)
+        # An empty array goes as NULL, which the function reads as empty: asyncpg
+        # checks each array it encodes against three abstract base classes, in Python.
+        nulled = [None if type(value) is list and not value else value for value in arguments]
+        rows = await self._call_many(_exchange_call(len(nulled)), *nulled)
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
         # unanswered, or answered with a broken row, fails alone.
@@ -1297,6 +1300,11 @@ def _pop_group(n: int, pop: PopManyRequest) -> tuple[Any, ...]:
     """A courier_pop_group_v1 value."""
     return (n, pop.reader_id, pop.queue_id, pop.sender_id, str(pop.order), pop.count,
             pop.lease_ms, pop.instance_id)  # fmt: skip
+
+
+@functools.cache
+def _exchange_call(arguments: int) -> str:
+    return f"courier_exchange_v6({', '.join(f'${k}' for k in range(1, arguments + 1))})"
 
 
 class _AckNumbers:
