@@ -59,6 +59,12 @@ class QueueNames:
         self, refs: Sequence[QueueRef], operation: Callable[[tuple[int, ...]], Awaitable[T]]
     ) -> T:
         """Run ``operation`` on the ids of ``refs``; retry once if a cached id was stale."""
+        known = _known_ids(refs)
+        if known is not None:  # no names: nothing to look up, nothing to go stale
+            try:
+                return await operation(known)
+            except errors.QueueNotFound as exc:
+                raise missing(refs, exc) from None
         cached = [ref for ref in refs if isinstance(ref, str) and ref in self._ids]
         try:
             return await operation(await self.ids(refs))
@@ -73,6 +79,9 @@ class QueueNames:
             raise missing(refs, exc) from None
 
     async def ids(self, refs: Sequence[QueueRef]) -> tuple[int, ...]:
+        known = _known_ids(refs)
+        if known is not None:
+            return known
         return tuple([await self.id(ref) for ref in refs])
 
     async def id(self, ref: QueueRef) -> int:
@@ -86,3 +95,17 @@ class QueueNames:
         if known is not None:
             return known
         return (await self._lookup(ref)).id
+
+
+def _known_ids(refs: Sequence[QueueRef]) -> tuple[int, ...] | None:
+    """The ids of refs that name no queue by name, without a call; None if one does.
+    Most calls give ids, and the general path costs a coroutine per queue."""
+    ids: list[int] = []
+    for ref in refs:
+        if type(ref) is int:
+            ids.append(ref)
+        elif type(ref) is models.Queue:
+            ids.append(ref.id)
+        else:
+            return None
+    return tuple(ids)

@@ -152,7 +152,10 @@ class Session:
         ``wait`` is how long the server may hold the request (RECEIVE and
         AWAIT_RESPONSE); the client's request timeout counts from then on.
         """
-        return await self._call_on(await self._connected(), request, expected, wait)
+        current = self._connection
+        if current is None or current.closed:
+            current = await self._connected()
+        return await self._call_on(current, request, expected, wait)
 
     async def close(self) -> None:
         """Log out (so the name is free at once) and close the connection."""

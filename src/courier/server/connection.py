@@ -105,7 +105,7 @@ class Connection:
         self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
         self._waiting: dict[int, asyncio.Task[None]] = {}  # RECEIVE/AWAIT_RESPONSE by request id
         self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
-        self._slot_freed = asyncio.Event()  # a running request ended (see _dispatch)
+        self._slot_freed = asyncio.Event()  # a running request ended (see _slot)
         self._context: handlers.Context | None = None  # shared by unrecorded requests
         self._reading: asyncio.Task[None] | None = None
         self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
@@ -172,7 +172,12 @@ class Connection:
                 behind = self._transport.get_write_buffer_size() > WRITE_HIGH_WATER
                 if behind and not await self._caught_up():
                     return
-                await self._dispatch(raw, arrived_ns, wall_ns)
+                if len(self._tasks) >= MAX_IN_FLIGHT:
+                    await self._slot()
+                task = self._dispatch(raw, arrived_ns, wall_ns)
+                if raw.opcode in handlers.CHANGES_SESSION:
+                    # Later requests must see the session this one leaves behind.
+                    await asyncio.shield(task)
                 if index % DISPATCH_BURST == 0:
                     await asyncio.sleep(0)  # the other connections' turn
             self._watch_partial_frame(completed=bool(raws))
@@ -273,10 +278,14 @@ class Connection:
         reply = frames.ErrorReply(errors.Status.BAD_REQUEST, "clients send requests, not replies")
         self._write(protocol.encode(raw.request_id, reply, opcode=raw.opcode))
 
-    async def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> None:
+    async def _slot(self) -> None:
+        """Wait until fewer than MAX_IN_FLIGHT requests run."""
         while len(self._tasks) >= MAX_IN_FLIGHT:
             self._slot_freed.clear()
             await self._slot_freed.wait()
+
+    def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> asyncio.Task[None]:
+        """Start answering the request in a task of its own."""
         request = Incoming(raw, self.session, arrived_ns, wall_ns)
         task = self._loop.create_task(self._answer(request))
         self._tasks[task] = raw.opcode
@@ -284,9 +293,7 @@ class Connection:
         if raw.opcode in WAITING_OPCODES:
             self._waiting[raw.request_id] = task
             task.add_done_callback(lambda done: self._stop_waiting(raw.request_id, done))
-        if raw.opcode in handlers.CHANGES_SESSION:
-            # Later requests must see the session this one leaves behind.
-            await asyncio.shield(task)
+        return task
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         del self._tasks[task]
