@@ -199,7 +199,8 @@ class BatchedRepository(repository.Repository):
         super().__init__(pool, limits, timeouts)
         # The batcher of single requests makes one call at a time, so it keeps a
         # connection between its calls; not when that would be the pool's only one.
-        self._kept = repository.KeptConnection() if pool.get_max_size() > 1 else None
+        keeps = MAX_IN_FLIGHT == 1 and pool.get_max_size() > 1
+        self._kept = repository.KeptConnection() if keeps else None
         self._batcher: Batcher[repository.Operation, Any] = Batcher(
             self._run_single_batch, cost=subtransactions
         )
@@ -312,8 +313,12 @@ class BatchedRepository(repository.Repository):
         return settled
 
     async def close(self) -> None:
-        await self.release_connection()
-        await super().close()
+        if self._kept is not None:
+            self._kept.closed = True  # a call still running hands its connection back
+        try:
+            await self.release_connection()
+        finally:
+            await super().close()
 
     async def release_connection(self) -> None:
         """Hand the connection the batcher keeps back to the pool (it takes one again
@@ -326,7 +331,7 @@ class BatchedRepository(repository.Repository):
         self, operations: list[repository.Operation]
     ) -> repository.BatchOutcome[Any]:
         if self._kept is not None:
-            self.keep_connection(self._kept)  # for the batcher's drain task alone
+            self._keep_connection(self._kept)  # for the batcher's drain task alone
         return await self._run_batch(operations)
 
     async def _run_batch(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeGuard, TypeVar
 
 import asyncpg
 
@@ -39,20 +39,22 @@ TRANSFER_COLUMNS = (
 T = TypeVar("T")
 
 KEEP_CALLS = 1_000
-"""Calls a kept connection serves before it goes back to the pool once, so that the
-pool's own rules (its cap on queries per connection, expired generations) still
-apply to it."""
+"""Calls a kept connection serves again before it goes back to the pool once, so
+that the pool's own rules (its cap on queries per connection, expired generations)
+still apply to it."""
 
 
 class KeptConnection:
-    """The pooled connection one task keeps between its calls (``keep_connection``):
-    empty until the first call, and again after a call fails, which hands it back."""
+    """The pooled connection one task keeps between its calls (``_keep_connection``):
+    empty until the first call, while a call has it out, and after a call fails,
+    which hands it back. Once ``closed``, nothing more is kept."""
 
-    __slots__ = ("calls", "connection")
+    __slots__ = ("calls", "closed", "connection")
 
     def __init__(self) -> None:
         self.connection: asyncpg.Connection | None = None
         self.calls = 0
+        self.closed = False
 
 
 _KEPT: contextvars.ContextVar[KeptConnection | None] = contextvars.ContextVar(
@@ -154,11 +156,12 @@ class Repository:
         await pools.close_pool(self.pool)
 
     @staticmethod
-    def keep_connection(kept: KeptConnection) -> None:
+    def _keep_connection(kept: KeptConnection) -> None:
         """From here on, the calls of the current task keep their connection in
         ``kept`` instead of acquiring and releasing one each: for a client alone that
-        was about a sixth of the middleware's CPU per request. Only for a task that
-        makes one call at a time; ``release_kept`` hands the connection back."""
+        was about a tenth of the middleware's CPU per request. Only for a task that
+        makes one call at a time, and never one whose tasks run calls at once (they
+        would inherit it); ``release_kept`` hands the connection back."""
         _KEPT.set(kept)
 
     async def release_kept(self, kept: KeptConnection) -> None:
@@ -1105,7 +1108,7 @@ class Repository:
         finally:
             # A failed call's connection goes back to the pool, which knows how to
             # clean up after a cancelled statement or a broken link.
-            if succeeded and kept is not None and kept.calls < KEEP_CALLS:
+            if succeeded and _may_keep(kept, self.pool):
                 kept.connection = connection
             else:
                 await self.pool.release(connection)
@@ -1120,7 +1123,7 @@ class Repository:
         if kept is not None:
             connection, kept.connection = kept.connection, None
             if connection is not None:
-                if _is_open(connection):
+                if _is_open(connection) and not kept.closed:
                     kept.calls += 1
                     return connection
                 await self.pool.release(connection)  # the pool cleans up after a break
@@ -1152,6 +1155,18 @@ class Repository:
             raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
         if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
             raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
+
+
+def _may_keep(kept: KeptConnection | None, pool: asyncpg.Pool) -> TypeGuard[KeptConnection]:
+    """Whether a call's connection stays kept: not past its share of calls, and not
+    once the repository or the pool is closing (a pool waits for what it lent)."""
+    return (
+        kept is not None
+        and kept.connection is None
+        and kept.calls < KEEP_CALLS
+        and not kept.closed
+        and not pool.is_closing()
+    )
 
 
 def _is_open(connection: asyncpg.Connection) -> bool:

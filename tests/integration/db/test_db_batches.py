@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -485,6 +486,13 @@ def lent(pool: asyncpg.Pool) -> int:
     return pool.get_size() - pool.get_idle_size()
 
 
+async def until_nothing_is_lent(pool: asyncpg.Pool) -> None:
+    deadline = time.monotonic() + 10
+    while lent(pool):
+        assert time.monotonic() < deadline, f"{lent(pool)} connections still lent"
+        await asyncio.sleep(0.01)
+
+
 async def test_the_single_batcher_keeps_one_connection_between_calls(
     batched: CountingRepository, writer: models.ClientInfo, reader: models.ClientInfo,
     queue: models.Queue,
@@ -523,7 +531,7 @@ async def test_a_kept_connection_the_database_dropped_is_replaced(
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
     assert dropped >= 1
-    await asyncio.sleep(0.2)  # the client sees the connection end
+    await until_nothing_is_lent(pool)  # the pool took the broken one back by itself
     await batched.send(writer.id, [queue.id], b"after")
     bodies = [(await batched.read(reader.id, queue_id=queue.id, pop=True)).body for _ in "ab"]
     assert bodies == [b"before", b"after"]
@@ -541,3 +549,50 @@ async def test_a_pool_of_one_connection_is_not_kept_from_the_other_calls(
         assert (await batched.get_queue(queue.id)).message_count == 1
     finally:
         await single.close()
+
+
+async def until_a_backend_waits_for_a_lock(pool: asyncpg.Pool) -> None:
+    deadline = time.monotonic() + 10
+    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    while not await pool.fetchval(query):
+        assert time.monotonic() < deadline, "no call waits for the lock"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_failed_call_hands_the_kept_connection_back(
+    batched: CountingRepository, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    await batched.send(writer.id, [queue.id], b"kept")
+    assert lent(batched.pool) == 1
+    with pytest.raises(errors.QueueNotFound):
+        await batched.send(writer.id, [999_999], b"to a missing queue")
+    assert lent(batched.pool) == 0
+    await batched.send(writer.id, [queue.id], b"kept again")
+    assert lent(batched.pool) == 1
+
+
+async def test_closing_while_a_call_runs_lets_it_finish_and_keeps_nothing(
+    dsn: str, pool: asyncpg.Pool, writer: models.ClientInfo, queue: models.Queue
+) -> None:
+    own = await asyncpg.create_pool(dsn, min_size=1, max_size=4)
+    batched = batching.BatchedRepository(own)
+    await batched.send(writer.id, [queue.id], b"first")
+    async with pool.acquire() as blocker, blocker.transaction():
+        # A send locks its queue in key-share mode: this holds it back until commit.
+        await blocker.execute("SELECT 1 FROM courier_queues WHERE id = $1 FOR UPDATE", queue.id)
+        sending = asyncio.create_task(batched.send(writer.id, [queue.id], b"in flight"))
+        await until_a_backend_waits_for_a_lock(pool)
+        closing = asyncio.create_task(batched.close())
+        await asyncio.sleep(0.2)
+        assert not sending.done() and not closing.done()
+    # The send ends, its connection goes back rather than being kept, and the pool
+    # closes as soon as it has it: long before close_pool's five seconds run out.
+    async with asyncio.timeout(3):
+        assert len(await sending) == 1
+        await closing
+    assert own.is_closing()
+    bodies = [
+        (await pool.fetchval("SELECT body FROM courier_messages ORDER BY id LIMIT 1 OFFSET $1", n))
+        for n in (0, 1)
+    ]
+    assert [bytes(body) for body in bodies] == [b"first", b"in flight"]

@@ -190,7 +190,7 @@ def stop_up(process: subprocess.Popen[bytes], log: Path) -> None:
 
 def test_up_with_two_nodes_spreads_queues_and_finds_its_nodes_again(tmp_path: Path) -> None:
     data_dir = tmp_path / "courier"
-    port = free_port()
+    port = two_free_ports()  # one middleware on each
     log = tmp_path / "up.log"
     env = environment_without_settings()
     env["COURIER_DATA_DIR"] = str(data_dir)
@@ -215,6 +215,8 @@ def test_up_with_two_nodes_spreads_queues_and_finds_its_nodes_again(tmp_path: Pa
         assert all(db.status().state is not embedded.State.RUNNING for db in databases)
 
         # Again on the same data dir: the second database is node 2 still, not a new node.
+        # Fresh ports: the last ones may have gone to a new connection's end meanwhile.
+        port = two_free_ports()
         process = start_up("--nodes", "2", "--port", str(port), env=env, log=log)
         wait_for_file(data_dir / "up.json", process, log)
         rows = [line for line in courier_command("node", "list", env=env).splitlines()
