@@ -1085,9 +1085,9 @@ class Repository:
         kept one, if it keeps one) for all its rows. UNAVAILABLE when no connection
         is free within the acquire timeout, or the database did not answer in time
         (asyncpg has cancelled the statement by then: whether it committed is
-        unknown); other failures come out translated. Plain
-        awaits rather than context managers: this runs once per database call, and
-        their frames cost a middleware about a tenth of a call's own time."""
+        unknown); other failures come out translated. Plain awaits rather than
+        context managers: this runs once per database call, and their frames cost a
+        middleware about a tenth of a call's own time."""
         started = time.perf_counter_ns()
         kept = _KEPT.get()
         connection = await self._connection_for(kept)
