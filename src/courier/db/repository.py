@@ -29,12 +29,12 @@ DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 DEFAULT_LIMITS = config.Limits()
 DEFAULT_POOL = config.PoolSettings()
 MESSAGE_COUNT_CAP = 10_000
+"""A queue's message_count counts this many at most: listing a huge queue costs no more."""
 TRANSFER_COLUMNS = (
     "id", "sender_id", "receiver_id", "context", "priority", "created_at", "body",
     "deliveries", "expires_at", "dead_from", "failure", "properties", "persistent",
 )  # fmt: skip
 """The outbox columns a transfer carries to its target, in courier_transfer_in_v1's order."""
-"""A queue's message_count counts this many at most: listing a huge queue costs no more."""
 
 T = TypeVar("T")
 
