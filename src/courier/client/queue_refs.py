@@ -79,9 +79,6 @@ class QueueNames:
             raise missing(refs, exc) from None
 
     async def ids(self, refs: Sequence[QueueRef]) -> tuple[int, ...]:
-        known = _known_ids(refs)
-        if known is not None:
-            return known
         return tuple([await self.id(ref) for ref in refs])
 
     async def id(self, ref: QueueRef) -> int:

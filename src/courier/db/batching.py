@@ -324,8 +324,11 @@ class BatchedRepository(repository.Repository):
         """Hand the connection the batcher keeps back to the pool (it takes one again
         on its next call): for whoever closes the pool without closing this, since
         a pool waits for every connection it lent before it closes."""
-        if self._kept is not None:
-            await self.release_kept(self._kept)
+        if self._kept is None:
+            return
+        connection, self._kept.connection = self._kept.connection, None
+        if connection is not None:
+            await self.pool.release(connection)
 
     async def _run_single_batch(
         self, operations: list[repository.Operation]

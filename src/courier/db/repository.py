@@ -161,13 +161,8 @@ class Repository:
         ``kept`` instead of acquiring and releasing one each: for a client alone that
         was about a tenth of the middleware's CPU per request. Only for a task that
         makes one call at a time, and never one whose tasks run calls at once (they
-        would inherit it); ``release_kept`` hands the connection back."""
+        would inherit it)."""
         _KEPT.set(kept)
-
-    async def release_kept(self, kept: KeptConnection) -> None:
-        connection, kept.connection = kept.connection, None
-        if connection is not None:
-            await self.pool.release(connection)
 
     # -- clients ---------------------------------------------------------------
     async def register_client(

@@ -401,20 +401,16 @@ class RoutedBackend:
         selector: selectors.Compiled | None = None,
         timing: Timing | None = None,
     ) -> models.Message:
-        if queue_id is not None:  # the common case, without the closure below
-            message: models.Message = await self._for(queue_id).read(
-                reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
-                lease=lease, selector=selector, timing=timing,
-            )  # fmt: skip
-            self._count(queue_id, taken=int(pop))
-            return message
-
         def read_from(target: Any) -> Awaitable[models.Message]:
             return target.read(  # type: ignore[no-any-return]
                 reader_id, queue_id=queue_id, sender_id=sender_id, order=order, pop=pop,
                 lease=lease, selector=selector, timing=timing,
             )  # fmt: skip
 
+        if queue_id is not None:
+            message = await read_from(self._for(queue_id))
+            self._count(queue_id, taken=int(pop))
+            return message
         # A read by sender alone: each node in turn, the first message found.
         *first, last = [backend for _, backend in sorted(self._nodes.items())]
         for target in first:
