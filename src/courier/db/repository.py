@@ -1094,12 +1094,9 @@ class Repository:
             )
             answered = time.perf_counter_ns()
             succeeded = True
-        except TimeoutError as exc:
-            raise errors.Unavailable(
-                f"the database did not answer within {self._statement_timeout:g}s"
-            ) from exc
         except _translate.TRANSLATED as exc:
-            raise _translate.translate(exc) from exc
+            timed_out = f"the database did not answer within {self._statement_timeout:g}s"
+            raise _failure(exc, timed_out) from exc
         finally:
             # A failed call's connection goes back to the pool, which knows how to
             # clean up after a cancelled statement or a broken link.
@@ -1125,12 +1122,9 @@ class Repository:
             kept.calls = 0
         try:
             acquired: asyncpg.Connection = await self.pool.acquire(timeout=self._acquire_timeout)
-        except TimeoutError as exc:
-            raise errors.Unavailable(
-                f"no database connection was free within {self._acquire_timeout:g}s"
-            ) from exc
         except _translate.TRANSLATED as exc:
-            raise _translate.translate(exc) from exc
+            timed_out = f"no database connection was free within {self._acquire_timeout:g}s"
+            raise _failure(exc, timed_out) from exc
         return acquired
 
     def _check_drafts(self, drafts: Sequence[models.Draft]) -> None:
@@ -1150,6 +1144,14 @@ class Repository:
             raise errors.PayloadTooLarge(size=size, limit=self.limits.max_body_bytes)
         if not models.MIN_PRIORITY <= priority <= models.MAX_PRIORITY:
             raise errors.InvalidPriority(f"priority {priority} is not from 1 to 10")
+
+
+def _failure(exc: BaseException, timed_out: str) -> errors.CourierError:
+    """What a failed database call raises: UNAVAILABLE saying ``timed_out`` when it
+    ran out of time, else the failure translated."""
+    if isinstance(exc, TimeoutError):
+        return errors.Unavailable(timed_out)
+    return _translate.translate(exc)
 
 
 def _may_keep(kept: KeptConnection | None, pool: asyncpg.Pool) -> TypeGuard[KeptConnection]:
