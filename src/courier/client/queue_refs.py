@@ -59,15 +59,10 @@ class QueueNames:
         self, refs: Sequence[QueueRef], operation: Callable[[tuple[int, ...]], Awaitable[T]]
     ) -> T:
         """Run ``operation`` on the ids of ``refs``; retry once if a cached id was stale."""
-        known = _known_ids(refs)
-        if known is not None:  # no names: nothing to look up, nothing to go stale
-            try:
-                return await operation(known)
-            except errors.QueueNotFound as exc:
-                raise missing(refs, exc) from None
+        known = _known_ids(refs)  # ids without a coroutine per queue, when no ref is a name
         cached = [ref for ref in refs if isinstance(ref, str) and ref in self._ids]
         try:
-            return await operation(await self.ids(refs))
+            return await operation(known if known is not None else await self.ids(refs))
         except errors.QueueNotFound as exc:
             if not cached:
                 raise missing(refs, exc) from None
