@@ -111,6 +111,11 @@ class Batcher(Generic[R, T]):
                 batch = self._take()
                 if batch:
                     await self._answer_safely(batch)
+                    # Under load, let the loop read what has arrived meanwhile before the
+                    # next batch forms: it comes out larger (a tenth, on the development
+                    # box), and each database call costs the same whatever its size. An
+                    # idle batcher never gets here: a lone request still goes at once.
+                    await asyncio.sleep(0)
         finally:
             self._in_flight -= 1
 

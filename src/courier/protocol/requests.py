@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 
 from courier import models
@@ -12,10 +13,22 @@ from courier.protocol.constants import Opcode
 BY_ID = 1
 BY_NAME = 2
 
+# The common SEND and READ, each read and written with one or two struct calls rather
+# than a call per field (ten or more, on both the client and the middleware): a send
+# to one queue without context, dedup id or properties; a read without selector. Any
+# other body, or a field out of range, takes the checked layout, which names the field.
+SEND_ONE_HEAD = struct.Struct(">HqqBBI")  # 1 queue, it, receiver, priority, no context, len(body)
+SEND_PLAIN_TAIL = struct.Struct(">IIHHB")  # delay, ttl, no dedup id, no properties, persistent
+READ_PLAIN = struct.Struct(">qqBBIH")  # queue, sender, order, pop, lease, no selector
+
 
 def write_request(writer: wire.Writer, request: frames.Request) -> None:
     """Append the body of ``request`` (the header is the caller's business)."""
-    match request:
+    match request:  # each case is an isinstance check, in order: the hot ones first
+        case frames.Send():
+            write_send(writer, request)
+        case frames.Read():
+            write_read(writer, request)
         case (
             frames.Ping() | frames.Logout() | frames.ListQueues() | frames.QueuesForMe()
             | frames.ListTopics()
@@ -55,10 +68,6 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
             write_client_list(writer, readers, "readers")
         case frames.GetQueueAcl(queue_id=queue_id):
             writer.i64(queue_id, "queue_id")
-        case frames.Send():
-            write_send(writer, request)
-        case frames.Read():
-            write_read(writer, request)
         case frames.Receive():
             write_receive(writer, request)
         case frames.AwaitResponse(queue_id=queue_id, context=context, timeout_ms=timeout_ms):
@@ -227,6 +236,35 @@ def read_queue_acl(reader: wire.Reader) -> models.QueueAcl:
 
 
 def write_send(writer: wire.Writer, send: frames.Send) -> None:
+    if not (is_plain_send(send) and write_send_packed(writer, send)):
+        write_send_checked(writer, send)
+
+
+def is_plain_send(send: frames.Send) -> bool:
+    return (
+        len(send.queue_ids) == 1 and send.context is None and send.dedup_id is None
+        and not send.properties and type(send.body) is bytes
+        and (send.receiver is None or send.receiver > 0)
+        and (send.ttl_ms is None or send.ttl_ms > 0)
+    )  # fmt: skip
+
+
+def write_send_packed(writer: wire.Writer, send: frames.Send) -> bool:
+    """Write a plain send in two struct calls; False (nothing written) when a field
+    does not fit, for the checked writer to name it."""
+    try:
+        head = SEND_ONE_HEAD.pack(1, send.queue_ids[0], send.receiver or 0, send.priority, 0,
+                                  len(send.body))  # fmt: skip
+        tail = SEND_PLAIN_TAIL.pack(send.delay_ms, send.ttl_ms or 0, 0, 0, bool(send.persistent))
+    except (struct.error, TypeError):
+        return False
+    writer.buffer += head
+    writer.buffer += send.body
+    writer.buffer += tail
+    return True
+
+
+def write_send_checked(writer: wire.Writer, send: frames.Send) -> None:
     write_queue_ids(writer, send.queue_ids)
     writer.optional_id(send.receiver, "receiver")
     writer.u8(send.priority, "priority")
@@ -286,6 +324,27 @@ def write_deliveries(writer: wire.Writer, delivery_ids: tuple[int, ...]) -> None
 
 
 def write_read(writer: wire.Writer, read: frames.Read) -> None:
+    if not (read.selector is None and write_read_packed(writer, read)):
+        write_read_checked(writer, read)
+
+
+def write_read_packed(writer: wire.Writer, read: frames.Read) -> bool:
+    """Write a read without selector in one struct call; False (nothing written) when
+    a field is out of range, for the checked writer to name it."""
+    if (read.queue_id is not None and read.queue_id <= 0) or (
+        read.sender_id is not None and read.sender_id <= 0
+    ):
+        return False
+    try:
+        order = wire.ORDER_CODES[read.order]
+        writer.buffer += READ_PLAIN.pack(read.queue_id or 0, read.sender_id or 0, order,
+                                         bool(read.pop), read.lease_ms, 0)  # fmt: skip
+    except (KeyError, struct.error, TypeError):
+        return False
+    return True
+
+
+def write_read_checked(writer: wire.Writer, read: frames.Read) -> None:
     writer.optional_id(read.queue_id, "queue_id")
     writer.optional_id(read.sender_id, "sender_id")
     wire.write_order(writer, read.order, "order")
@@ -379,6 +438,36 @@ def read_configure_queue(reader: wire.Reader) -> frames.ConfigureQueue:
 
 
 def read_send(reader: wire.Reader) -> frames.Send:
+    return read_send_packed(reader) or read_send_checked(reader)
+
+
+def read_send_packed(reader: wire.Reader) -> frames.Send | None:
+    """A plain send (see SEND_ONE_HEAD) in two struct calls; None for any other body,
+    which the checked reader then reads (or names what is wrong with it)."""
+    body, start = reader.body, reader.offset
+    if len(body) - start < SEND_ONE_HEAD.size + SEND_PLAIN_TAIL.size:
+        return None
+    count, queue_id, receiver, priority, has_context, length = SEND_ONE_HEAD.unpack_from(
+        body, start
+    )
+    body_start = start + SEND_ONE_HEAD.size
+    body_end = body_start + length
+    if count != 1 or has_context or body_end + SEND_PLAIN_TAIL.size != len(body):
+        return None
+    delay_ms, ttl_ms, dedup_length, properties, persistent = SEND_PLAIN_TAIL.unpack_from(
+        body, body_end
+    )
+    if dedup_length or properties or persistent > 1:
+        return None
+    reader.offset = len(body)
+    return frames.Send(
+        queue_ids=(queue_id,), receiver=receiver or None, priority=priority, context=None,
+        body=body[body_start:body_end], delay_ms=delay_ms, ttl_ms=ttl_ms or None,
+        dedup_id=None, properties={}, persistent=persistent == 1,
+    )  # fmt: skip
+
+
+def read_send_checked(reader: wire.Reader) -> frames.Send:
     count = reader.u16("len(queue_ids)")
     queue_ids = tuple(reader.i64("queue_ids[]") for _ in range(count))
     return frames.Send(
@@ -396,6 +485,25 @@ def read_send(reader: wire.Reader) -> frames.Send:
 
 
 def read_read(reader: wire.Reader) -> frames.Read:
+    return read_read_packed(reader) or read_read_checked(reader)
+
+
+def read_read_packed(reader: wire.Reader) -> frames.Read | None:
+    """A read without selector in one struct call; None for any other body."""
+    body, start = reader.body, reader.offset
+    if len(body) - start != READ_PLAIN.size:
+        return None
+    queue_id, sender_id, order_code, pop, lease_ms, selector_length = READ_PLAIN.unpack_from(
+        body, start
+    )
+    order = wire.ORDERS_BY_CODE.get(order_code)
+    if order is None or pop > 1 or selector_length:
+        return None
+    reader.offset = len(body)
+    return frames.Read(queue_id or None, sender_id or None, order, pop == 1, lease_ms, None)
+
+
+def read_read_checked(reader: wire.Reader) -> frames.Read:
     return frames.Read(
         queue_id=reader.optional_id("queue_id"),
         sender_id=reader.optional_id("sender_id"),
