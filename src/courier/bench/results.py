@@ -279,14 +279,32 @@ def document(
     }
 
 
-def environment(servers: dict[str, str]) -> dict[str, Any]:
-    """What a run ran on: Courier's revision, package versions, the machine, servers."""
-    return {
+@dataclass(frozen=True, slots=True)
+class Pace:
+    """``host.pace_ms`` at a run's start and end: how fast the machine ran Python."""
+
+    start_ms: float
+    end_ms: float
+
+    def describe(self) -> str:
+        return (
+            f"pace: a loop of a million Python additions took {self.start_ms:g} ms of CPU"
+            f" at the start and {self.end_ms:g} ms at the end (lower is faster)"
+        )
+
+
+def environment(servers: dict[str, str], pace: Pace | None = None) -> dict[str, Any]:
+    """What a run ran on: Courier's revision, package versions, the machine, servers,
+    and, when measured, the machine's pace during the run."""
+    found: dict[str, Any] = {
         "git_revision": host.git_revision(),
         "packages": {**host.packages(), **_versions(PACKAGES)},
         "machine": host.machine(),
         "servers": servers,
     }
+    if pace is not None:
+        found["pace_ms"] = {"start": pace.start_ms, "end": pace.end_ms}
+    return found
 
 
 def _versions(names: Sequence[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ requests counted by the instant they started.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ import pyarrow.parquet
 
 from courier.analysis import trimming
 from courier.bench import defaults, results
-from courier.lab import runner, spec
+from courier.lab import host, runner, spec
 from courier.measurements import manifest as manifest_
 from courier.measurements import record_schema
 
@@ -91,12 +92,14 @@ class StandardResult:
     overall: Summary
     operations: tuple[Summary, ...]
     statuses: dict[str, int]
+    pace: results.Pace | None = None
 
     def as_json(self, settings: Settings) -> dict[str, Any]:
         summaries = [self.overall, *self.operations]
         return {
             "benchmark": "standard",
             "spec": settings.as_json(),
+            "environment": results.environment({}, self.pace),
             "measured_s": self.measured_s,
             "cycles_per_s": self.overall.requests_per_s / 12,
             "statuses": self.statuses,
@@ -120,9 +123,11 @@ async def run(
     settings: Settings, out: Path, reporter: runner.Reporter | None = None
 ) -> StandardResult:
     """Run the experiment under ``out`` and summarise its records."""
+    pace_at_start = host.pace_ms()
     options = runner.RunnerOptions(out=out, overwrite=True)
     directory = await runner.run_experiment(experiment(settings), options, reporter)
-    return summarise(directory)
+    pace = results.Pace(pace_at_start, host.pace_ms())
+    return dataclasses.replace(summarise(directory), pace=pace)
 
 
 def summarise(experiment_dir: Path) -> StandardResult:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from courier.bench import database, defaults, launch, loop, peers, rabbit, results
-from courier.lab import clientpool
+from courier.lab import clientpool, host
 from courier.server import launcher
 
 T = TypeVar("T")
@@ -86,17 +86,19 @@ class Reporter(Protocol):
 
 @dataclass(slots=True)
 class Outcome:
+    pace: results.Pace | None = None  # set at the end of the run
     results: list[results.LevelResult] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # system or system@clients
     versions: dict[str, str] = field(default_factory=dict)  # of the peers' servers
 
     def document(self, settings: Settings) -> dict[str, Any]:
         """Everything as JSON-ready data, with what it ran on."""
-        environment = results.environment(self.versions)
+        environment = results.environment(self.versions, self.pace)
         return results.document(settings.as_json(), self.results, self.skipped, environment)
 
 
 async def run(settings: Settings, reporter: Reporter) -> Outcome:
+    pace_at_start = host.pace_ms()
     outcome = Outcome()
     prefix = f"bench-{secrets.token_hex(3)}"  # names no earlier run on the database used
     with tempfile.TemporaryDirectory(prefix="courier-bench-") as work_dir:
@@ -111,6 +113,7 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
                         _non_persistent(system)
                     await _run_system(system, settings, reporter, outcome, dsn if own else None,
                                       round_number)  # fmt: skip
+    outcome.pace = results.Pace(pace_at_start, host.pace_ms())
     return outcome
 
 

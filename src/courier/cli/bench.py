@@ -191,6 +191,8 @@ def peers(
         stdout.print(output.RATIO_CAPTION, highlight=False)
     for reason in outcome.skipped.values():
         stdout.print(reason, markup=False, highlight=False)
+    if outcome.pace is not None:
+        stderr.print(outcome.pace.describe(), highlight=False, soft_wrap=True)
     if json is not None:
         _write_json(json, outcome.document(settings))
     if plot is not None and outcome.results:
@@ -242,6 +244,8 @@ def standard(
         with lab.RichReporter(cycle.NAME, 1) as reporter:
             found = _interruptible(lambda: cycle.run(settings, where, reporter))
     output.stdout().print(output.standard_table(settings, found))
+    if found.pace is not None:
+        stderr.print(found.pace.describe(), highlight=False, soft_wrap=True)
     if out is not None:
         stderr.print(f"records: {out / cycle.NAME}")
     if json is not None:

@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,25 @@ def machine() -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "memory_bytes": psutil.virtual_memory().total,
     }
+
+
+PACE_LOOP = 1_000_000
+"""Additions in the pace probe's loop (about 50 ms of CPU on the development box)."""
+
+
+def pace_ms(tries: int = 3) -> float:
+    """CPU milliseconds a fixed pure-Python loop (a million additions) takes, the least
+    of ``tries``: how fast this machine runs Python right now. A shared virtual
+    machine's pace can change by half within an hour, so a benchmark records it at
+    its start and end to make figures from different days comparable."""
+    best = float("inf")
+    for _ in range(tries):
+        started = time.process_time()
+        total = 0
+        for number in range(PACE_LOOP):
+            total += number
+        best = min(best, time.process_time() - started)
+    return round(best * 1000, 1)
 
 
 def new_manifest(

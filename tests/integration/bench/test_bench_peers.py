@@ -81,6 +81,13 @@ def test_the_spec_says_what_ran(run: dict[str, Any]) -> None:
     assert run["document"]["environment"]["servers"]["postgresql"]
 
 
+def test_the_machines_pace_is_recorded_and_shown(run: dict[str, Any]) -> None:
+    pace = run["document"]["environment"]["pace_ms"]
+    assert pace["start"] > 0 and pace["end"] > 0
+    shown = f"took {pace['start']:g} ms of CPU at the start and {pace['end']:g} ms at the end"
+    assert shown in run["result"].stderr
+
+
 def test_a_tls_run_with_open_logins_does_its_work(tmp_path: Path) -> None:
     result = bench(
         tmp_path, "--systems", "courier", "--clients", "2", "--duration", "1", "--warmup",

@@ -38,3 +38,6 @@ def test_the_standard_cycle_is_summed_up(tmp_path: Path) -> None:
     for read in ("peek", "pop"):
         assert abs(summaries[read]["requests"] - summaries["send"]["requests"]) <= 4 * 3
     assert document["statuses"].get("OK", 0) > 0
+    pace = document["environment"]["pace_ms"]
+    assert pace["start"] > 0 and pace["end"] > 0
+    assert f"took {pace['start']:g} ms of CPU at the start" in result.stderr

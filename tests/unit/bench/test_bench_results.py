@@ -155,3 +155,11 @@ def test_the_document_is_strict_json_with_every_level_and_ratio() -> None:
          "ops_max": 2.0, "p99_median": 0.5, "p99_min": 0.5, "p99_max": 0.5}
     ]  # fmt: skip
     assert parsed["skipped"] == {"rabbitmq": "skipped"}
+
+
+def test_the_environment_carries_the_pace_only_when_measured() -> None:
+    assert "pace_ms" not in results.environment({})
+    measured = results.environment({}, results.Pace(48.5, 51.0))
+    assert measured["pace_ms"] == {"start": 48.5, "end": 51.0}
+    described = results.Pace(48.5, 51.0).describe()
+    assert "48.5 ms of CPU at the start and 51 ms at the end" in described
