@@ -596,3 +596,31 @@ async def test_closing_while_a_call_runs_lets_it_finish_and_keeps_nothing(
         for n in (0, 1)
     ]
     assert [bytes(body) for body in bodies] == [b"first", b"in flight"]
+
+
+async def test_a_send_batch_looks_its_senders_up_by_key_however_many_clients_exist(
+    repo: repository.Repository, pool: asyncpg.Pool
+) -> None:
+    """With a couple of thousand clients, a join of the batch with the client table
+    had a generic plan that read the whole table on every batch. Each sender is now
+    found by key: the batch's own transaction counts no scan of the client table."""
+    await pool.execute(
+        "INSERT INTO courier_clients (name, mode)"
+        " SELECT 'many' || n, 'read_write' FROM generate_series(1, 2000) n"
+    )
+    await pool.execute("ANALYZE courier_clients")
+    writer = await repo.register_client("writer")
+    queue = (await repo.create_queue("jobs")).id
+    async with pool.acquire() as connection, connection.transaction():
+        await connection.execute("SET LOCAL plan_cache_mode = force_generic_plan")
+        for _ in range(7):  # past PL/pgSQL's first five custom plans, onto the generic one
+            rows = await connection.fetch(
+                "SELECT * FROM courier_send_batch_v3($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                [writer.id] * 3, [b"a", b"b", b"c"], [None] * 3, [5] * 3, [None] * 3,
+                [True] * 3, [1, 2, 3], [queue] * 3, 1_000_000,
+            )  # fmt: skip
+            assert [row["status"] for row in rows] == [0, 0, 0]
+        scans = await connection.fetchval(
+            "SELECT seq_scan FROM pg_stat_xact_user_tables WHERE relname = 'courier_clients'"
+        )
+    assert scans == 0

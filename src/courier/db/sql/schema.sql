@@ -4372,7 +4372,8 @@ $$;
 -- is now looked at once (its queues locked, its requests checked), and a batch with
 -- nothing to refuse, no limited queue and no send list is stored by a bare insert.
 -- Any other batch takes the former statement, renamed courier_send_batch_checked_v1,
--- so every answer stays as it was.
+-- so every answer stays as it was. Each sender's mode is looked up by its key
+-- (migration 0030): a join let the planner read the whole client table per batch.
 CREATE FUNCTION courier_send_batch_v3(
     p_senders bigint[], p_bodies bytea[], p_receivers bigint[], p_priorities integer[],
     p_contexts bigint[], p_persistent boolean[], p_copy_requests integer[], p_copy_queues bigint[],
@@ -4403,10 +4404,11 @@ BEGIN
          (SELECT bool_and(coalesce(octet_length(m.body) <= p_max_body_bytes
                                    AND m.priority BETWEEN 1 AND 10
                                    AND (m.receiver IS NULL OR m.receiver > 0)
-                                   AND s.mode = 'read_write', false)) AS plain
+                                   AND (SELECT s.mode FROM courier_clients s
+                                        WHERE s.id = m.sender) = 'read_write',
+                                   false)) AS plain
           FROM unnest(p_senders, p_bodies, p_receivers, p_priorities)
-               AS m(sender, body, receiver, priority)
-          LEFT JOIN courier_clients s ON s.id = m.sender) r,
+               AS m(sender, body, receiver, priority)) r,
          (SELECT count(DISTINCT k.queue_id) AS queues,
                  count(DISTINCT (k.request, k.queue_id)) = count(*)
                  AND count(DISTINCT k.request) = cardinality(p_senders)
