@@ -1773,10 +1773,16 @@ BEGIN
 END;
 $$;
 
+-- The lists that count each queue's messages run with sequential scans discouraged
+-- (migration 0031): their plan is made for any queue at once, and when a few queues
+-- hold most messages a scan of the whole table looked cheaper than each queue's
+-- index walk, so every listed queue read the whole table.
 CREATE FUNCTION courier_list_queues_v2(
     p_count_cap integer,
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
@@ -1793,7 +1799,9 @@ $$;
 CREATE FUNCTION courier_queues_for_me_v2(
     p_reader_id bigint, p_count_cap integer,
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off  -- see courier_list_queues_v2
+AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
@@ -3438,7 +3446,9 @@ CREATE FUNCTION courier_topics_v1(p_id bigint, p_name text, p_count_cap integer)
 RETURNS TABLE (topic_id bigint, topic_name text, queue_id bigint, queue_name text,
                name text, durable boolean, subscriber_id bigint, backlog bigint,
                exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off  -- see courier_list_queues_v2
+AS $$
 #variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
