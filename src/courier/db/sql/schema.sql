@@ -2748,6 +2748,9 @@ RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_
 LANGUAGE plpgsql
 -- Plan once: custom plans of these statements cost more than running them.
 SET plan_cache_mode = force_generic_plan
+-- Walk indexes whatever the statistics say (migration 0032): a plan made for any
+-- queue at once took a queue to hold as many messages as the busiest one.
+SET enable_seqscan = off
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -2809,9 +2812,10 @@ BEGIN
     -- is each reader asked whether it holds one of its own (migration 0027).
     IF EXISTS (SELECT FROM courier_messages m WHERE m.queue_id = p_queue_id AND m.audience > 0)
     THEN
+        -- A probe per reader (LIMIT keeps it from becoming a join over the whole queue).
         SELECT array_agg(DISTINCT r.reader) INTO v_with_own FROM unnest(p_readers) r(reader)
-        WHERE EXISTS (SELECT FROM courier_messages m
-                      WHERE m.queue_id = p_queue_id AND m.audience = r.reader);
+        WHERE (SELECT true FROM courier_messages m
+               WHERE m.queue_id = p_queue_id AND m.audience = r.reader LIMIT 1);
     END IF;
     SELECT array_agg(r.n ORDER BY r.n) INTO v_shared
     FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
