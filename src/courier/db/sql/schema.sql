@@ -2823,7 +2823,7 @@ BEGIN
     WHERE NOT r.reader = ANY (coalesce(v_with_own, '{}'));
 
     -- The shared walk, answered in one statement: the requests in order, each with
-    -- the message its place in read order gives it (migration 0033).
+    -- the message its place in read order gives it (migration 0032).
     IF p_order = 'priority' THEN
         RETURN QUERY
         WITH picked AS (

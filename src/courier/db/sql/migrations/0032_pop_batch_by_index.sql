@@ -1,4 +1,5 @@
--- Migration 0032: a pop batch walks indexes whatever the statistics say.
+-- Migration 0032: a pop batch walks indexes whatever the statistics say, and answers
+-- its shared walk in one statement.
 -- The whole current schema, documented, is schema.sql.
 --
 -- courier_pop_batch_v3's statements have one plan for any queue, and the planner
@@ -10,7 +11,17 @@
 -- messages instead of one index probe per reader. With 35,000 messages in one queue,
 -- every pop batch on any queue read all of them. The function now runs with
 -- sequential scans discouraged, and the per-reader probe is a subquery with LIMIT,
--- which the planner keeps as a probe. Same signature, same answers.
+-- which the planner keeps as a probe.
+--
+-- The messages for anyone were taken in a loop: a row at a time, each of its
+-- fourteen columns assigned to a variable, then RETURN NEXT. One RETURN QUERY now
+-- answers them all: each request gets the message whose place in read order is its
+-- own (row_number). The statement no longer carries a walk in the other order that
+-- never runs (there is one for time and one for priority), and it deletes the picked
+-- rows by their ids as an array, an index lookup each, where the planner's guess at
+-- how many were picked could turn the delete into a join over the whole table. A
+-- batch of 12 pops from a queue of 100,000 messages cost the database 333-343 µs of
+-- CPU, against 364-403. Same signature, same answers.
 CREATE OR REPLACE FUNCTION courier_pop_batch_v3(p_queue_id bigint, p_order text, p_readers bigint[])
 RETURNS TABLE (request integer, status smallint, message text, id bigint, queue_id bigint,
                sender_id bigint, receiver_id bigint, context bigint, priority smallint,
@@ -29,6 +40,7 @@ DECLARE
     v_with_own bigint[];   -- readers holding messages of their own here
     v_shared integer[];    -- requests served by the shared walk, in order
     v_next integer := 1;   -- the next of them to answer
+    v_taken integer;       -- how many the shared walk answered
     v_id bigint;
     v_row record;
     v_readers bigint[];  -- the queue's read list
@@ -92,38 +104,50 @@ BEGIN
     FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
     WHERE NOT r.reader = ANY (coalesce(v_with_own, '{}'));
 
-    status := 0;
-    message := NULL;
-    FOR v_row IN
+    -- The shared walk, answered in one statement: the requests in order, each with
+    -- the message its place in read order gives it (migration 0032).
+    IF p_order = 'priority' THEN
+        RETURN QUERY
         WITH picked AS (
             SELECT m.id FROM courier_messages m
-            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'time'
-            ORDER BY m.created_at, m.id LIMIT coalesce(cardinality(v_shared), 0)
-            FOR UPDATE SKIP LOCKED
-        ), picked_by_priority AS (
-            SELECT m.id FROM courier_messages m
-            WHERE m.queue_id = p_queue_id AND m.audience = 0 AND p_order = 'priority'
+            WHERE m.queue_id = p_queue_id AND m.audience = 0
             ORDER BY m.priority DESC, m.created_at, m.id
             LIMIT coalesce(cardinality(v_shared), 0)
             FOR UPDATE SKIP LOCKED
         ), taken AS (
-            DELETE FROM courier_messages m
-            WHERE m.id IN (SELECT p.id FROM picked p UNION ALL SELECT p.id FROM picked_by_priority p)
+            DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(SELECT p.id FROM picked p))
             RETURNING m.*
         )
-        SELECT * FROM taken t
-        ORDER BY CASE WHEN p_order = 'priority' THEN -t.priority ELSE 0 END, t.created_at, t.id
-    LOOP
-        request := v_shared[v_next];
-        v_next := v_next + 1;
-        id := v_row.id; queue_id := v_row.queue_id; sender_id := v_row.sender_id;
-        receiver_id := v_row.receiver_id; context := v_row.context;
-        priority := v_row.priority; created_at := v_row.created_at; body := v_row.body;
-        deliveries := v_row.deliveries; dead_from := v_row.dead_from; failure := v_row.failure;
-        properties := v_row.properties;
-        exec_ns := courier_elapsed_ns_v1(v_started);
-        RETURN NEXT;
-    END LOOP;
+        SELECT v_shared[t.n], 0::smallint, NULL::text, t.id, t.queue_id, t.sender_id,
+               t.receiver_id, t.context, t.priority, t.created_at, t.body, t.deliveries,
+               NULL::bigint, t.dead_from, t.failure, t.properties,
+               courier_elapsed_ns_v1(v_started)
+        FROM (SELECT k.*, row_number() OVER (ORDER BY k.priority DESC, k.created_at, k.id)
+                          ::integer AS n
+              FROM taken k) t
+        ORDER BY t.n;
+    ELSE
+        RETURN QUERY
+        WITH picked AS (
+            SELECT m.id FROM courier_messages m
+            WHERE m.queue_id = p_queue_id AND m.audience = 0
+            ORDER BY m.created_at, m.id
+            LIMIT coalesce(cardinality(v_shared), 0)
+            FOR UPDATE SKIP LOCKED
+        ), taken AS (
+            DELETE FROM courier_messages m WHERE m.id = ANY (ARRAY(SELECT p.id FROM picked p))
+            RETURNING m.*
+        )
+        SELECT v_shared[t.n], 0::smallint, NULL::text, t.id, t.queue_id, t.sender_id,
+               t.receiver_id, t.context, t.priority, t.created_at, t.body, t.deliveries,
+               NULL::bigint, t.dead_from, t.failure, t.properties,
+               courier_elapsed_ns_v1(v_started)
+        FROM (SELECT k.*, row_number() OVER (ORDER BY k.created_at, k.id)::integer AS n
+              FROM taken k) t
+        ORDER BY t.n;
+    END IF;
+    GET DIAGNOSTICS v_taken = ROW_COUNT;
+    v_next := v_taken + 1;
 
     FOR v_row IN SELECT r.reader, r.n::integer AS n
                  FROM unnest(p_readers) WITH ORDINALITY r(reader, n)
