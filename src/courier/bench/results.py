@@ -286,6 +286,11 @@ class Pace:
     start_ms: float
     end_ms: float
 
+    @classmethod
+    def since(cls, start_ms: float) -> Pace:
+        """The run that began at pace ``start_ms`` ends now: probe again."""
+        return cls(start_ms, host.pace_ms())
+
     def describe(self) -> str:
         return (
             f"pace: a loop of a million Python additions took {self.start_ms:g} ms of CPU"

@@ -126,8 +126,7 @@ async def run(
     pace_at_start = host.pace_ms()
     options = runner.RunnerOptions(out=out, overwrite=True)
     directory = await runner.run_experiment(experiment(settings), options, reporter)
-    pace = results.Pace(pace_at_start, host.pace_ms())
-    return dataclasses.replace(summarise(directory), pace=pace)
+    return dataclasses.replace(summarise(directory), pace=results.Pace.since(pace_at_start))
 
 
 def summarise(experiment_dir: Path) -> StandardResult:

@@ -113,7 +113,7 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
                         _non_persistent(system)
                     await _run_system(system, settings, reporter, outcome, dsn if own else None,
                                       round_number)  # fmt: skip
-    outcome.pace = results.Pace(pace_at_start, host.pace_ms())
+    outcome.pace = results.Pace.since(pace_at_start)
     return outcome
 
 

@@ -163,3 +163,8 @@ def test_the_environment_carries_the_pace_only_when_measured() -> None:
     assert measured["pace_ms"] == {"start": 48.5, "end": 51.0}
     described = results.Pace(48.5, 51.0).describe()
     assert "48.5 ms of CPU at the start and 51 ms at the end" in described
+
+
+def test_a_pace_since_a_start_probes_the_end_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(results.host, "pace_ms", lambda: 31.5)
+    assert results.Pace.since(28.0) == results.Pace(28.0, 31.5)
