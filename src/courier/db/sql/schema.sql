@@ -2757,7 +2757,7 @@ DECLARE
     v_started timestamptz := clock_timestamp();
     v_with_own bigint[];   -- readers holding messages of their own here
     v_shared integer[];    -- requests served by the shared walk, in order
-    v_next integer := 1;   -- the next of them to answer
+    v_next integer;        -- the next of them to answer
     v_taken integer;       -- how many the shared walk answered
     v_id bigint;
     v_row record;
