@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from courier import models, protocol
-from courier.protocol import exceptions, requests, wire
+from courier.protocol import constants, exceptions, requests, wire
 from courier.protocol.constants import Opcode
 
 plain_sends = st.builds(
@@ -64,14 +64,14 @@ def test_a_read_without_selector_is_packed_as_the_checked_writer_writes_it(
 
 @given(send=plain_sends)
 def test_the_packed_send_reader_agrees_with_the_checked_one(send: protocol.Send) -> None:
-    body = checked_body(Opcode.SEND, send)[len(wire.Writer(0).buffer) :]
+    body = checked_body(Opcode.SEND, send)[constants.HEADER_SIZE :]
     packed = requests.read_send_packed(wire.Reader(Opcode.SEND, body))
     assert packed == requests.read_send_checked(wire.Reader(Opcode.SEND, body)) == send
 
 
 @given(read=plain_reads)
 def test_the_packed_read_reader_agrees_with_the_checked_one(read: protocol.Read) -> None:
-    body = checked_body(Opcode.READ, read)[len(wire.Writer(0).buffer) :]
+    body = checked_body(Opcode.READ, read)[constants.HEADER_SIZE :]
     packed = requests.read_read_packed(wire.Reader(Opcode.READ, body))
     assert packed == requests.read_read_checked(wire.Reader(Opcode.READ, body)) == read
 
@@ -90,14 +90,14 @@ def test_sends_off_the_packed_layout_are_read_by_the_checked_reader() -> None:
         protocol.Send((1,), b"props", None, 5, None, properties={"kind": "order"}),
     ]
     for send in others:
-        body = written_body(Opcode.SEND, send)[len(wire.Writer(0).buffer) :]
+        body = written_body(Opcode.SEND, send)[constants.HEADER_SIZE :]
         assert requests.read_send_packed(wire.Reader(Opcode.SEND, body)) is None
         assert requests.read_send(wire.Reader(Opcode.SEND, body)) == send
 
 
 def test_a_read_with_a_selector_is_read_by_the_checked_reader() -> None:
     read = protocol.Read(1, None, models.Order.TIME, True, 0, "kind = 'order'")
-    body = written_body(Opcode.READ, read)[len(wire.Writer(0).buffer) :]
+    body = written_body(Opcode.READ, read)[constants.HEADER_SIZE :]
     assert requests.read_read_packed(wire.Reader(Opcode.READ, body)) is None
     assert requests.read_read(wire.Reader(Opcode.READ, body)) == read
 
@@ -116,7 +116,7 @@ def test_a_send_field_out_of_range_is_named_by_the_checked_writer() -> None:
 
 def test_a_bad_boolean_or_order_in_a_packed_read_gets_the_checked_readers_error() -> None:
     good = written_body(Opcode.READ, protocol.Read(1, None, models.Order.TIME, True))
-    body = bytearray(good[len(wire.Writer(0).buffer) :])
+    body = bytearray(good[constants.HEADER_SIZE :])
     for offset, value, words in ((16, 9, "order"), (17, 2, "pop")):
         bad = bytearray(body)
         bad[offset] = value
