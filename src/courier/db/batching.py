@@ -6,9 +6,9 @@ system therefore adds no latency and needs no timers, and a busy one makes fewer
 larger calls, each with one round trip and one commit.
 
 ``BatchedRepository`` is the repository with sends, reads (pops, leased or not, and
-peeks) and acks going through one batcher; every other operation is one call as
-before. Handlers cannot tell the difference: each request still gets its own answer
-or its own typed error.
+peeks), acks, creating and deleting queues and listing a reader's queues going
+through one batcher; every other operation is one call as before. Handlers cannot
+tell the difference: each request still gets its own answer or its own typed error.
 """
 
 from __future__ import annotations
@@ -284,6 +284,37 @@ class BatchedRepository(repository.Repository):
     async def ack(self, holder_id: int, delivery_id: int, *, timing: Timing | None = None) -> None:
         await self._batcher.submit(repository.AckRequest(holder_id, delivery_id), timing)
 
+    async def create_queue(
+        self,
+        name: str,
+        *,
+        creator: int | None = None,
+        max_queues: int | None = None,
+        timing: Timing | None = None,
+    ) -> models.Queue:
+        request = repository.CreateQueueRequest(name, creator, max_queues)
+        queue: models.Queue = await self._batcher.submit(request, timing)
+        return queue
+
+    async def delete_queue(
+        self,
+        queue_id: int,
+        *,
+        if_empty: bool = False,
+        actor: int | None = None,
+        timing: Timing | None = None,
+    ) -> None:
+        request = repository.DeleteQueueRequest(queue_id, if_empty, actor)
+        await self._batcher.submit(request, timing)
+
+    async def queues_for_me(
+        self, reader_id: int, *, timing: Timing | None = None
+    ) -> list[models.Queue]:
+        queues: list[models.Queue] = await self._batcher.submit(
+            repository.ListingRequest(reader_id), timing
+        )
+        return queues
+
     async def send_many(
         self,
         sender_id: int,
@@ -391,6 +422,8 @@ class BatchedRepository(repository.Repository):
                 answer = await super().ack_many(
                     operation.holder_id, operation.delivery_ids, timing=timing
                 )
+            elif isinstance(operation, repository.QueueRequest):
+                answer = await self._queue_request_alone(operation, timing)
             else:
                 answer = await super().read(
                     operation.reader_id, queue_id=operation.queue_id,
@@ -403,13 +436,33 @@ class BatchedRepository(repository.Repository):
             answer = exc
         return repository.BatchOutcome([answer], timing.exec_ns)
 
+    async def _queue_request_alone(
+        self, operation: repository.QueueRequest, timing: Timing
+    ) -> models.Queue | list[models.Queue] | None:
+        if isinstance(operation, repository.CreateQueueRequest):
+            return await super().create_queue(
+                operation.name, creator=operation.creator, max_queues=operation.max_queues,
+                timing=timing,
+            )  # fmt: skip
+        if isinstance(operation, repository.DeleteQueueRequest):
+            await super().delete_queue(
+                operation.queue_id, if_empty=operation.if_empty, actor=operation.actor,
+                timing=timing,
+            )  # fmt: skip
+            return None
+        return await super().queues_for_me(operation.reader_id, timing=timing)
+
+
+_WITHOUT_SUBTRANSACTION = repository.PopRequest | repository.AckRequest | repository.ListingRequest
+
 
 def subtransactions(operation: repository.Operation) -> int:
     """Subtransactions the operation takes in a batched call: none for the plain sends,
-    pops and acks the call handles set-based, one for any other."""
+    pops and acks the call handles set-based, nor for a listing (it cannot fail),
+    one for any other."""
     if isinstance(operation, repository.SendRequest):
         return 0 if operation.options.plain else 1
-    return 0 if isinstance(operation, repository.PopRequest | repository.AckRequest) else 1
+    return 0 if isinstance(operation, _WITHOUT_SUBTRANSACTION) else 1
 
 
 def _lease(read: repository.ReadRequest | repository.PopManyRequest) -> repository.Lease | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ TRANSFER_COLUMNS = (
 """The outbox columns a transfer carries to its target, in courier_transfer_in_v1's order."""
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 KEEP_CALLS = 1_000
 """Calls a kept connection serves again before it goes back to the pool once, so
@@ -526,14 +528,17 @@ class Repository:
         return _message(row)
 
     async def exchange(self, operations: Sequence[Operation]) -> BatchOutcome[Any]:
-        """Carry out many acks, sends and reads in one call and one commit: the acks
-        go first, then the plain sends are stored together, then the sends with
-        options one by one, then the batch sends, then the pops by queue are taken
-        together, queue by queue in the order of their first pop, then the other reads
-        (leased pops among them) run one by one, then the batch reads. Each operation
-        gets its own answer (ids for a send, a message for a read, a list for a batch)
-        or its own error: a bad send stores nothing and a bad read (a missing queue)
-        is undone, and neither fails another."""
+        """Carry out many acks, sends, reads and queue requests in one call and one
+        commit: the queues to create go first, then the acks, then the plain sends
+        are stored together, then the sends with options one by one, then the batch
+        sends, then the pops by queue are taken together, queue by queue in the order
+        of their first pop, then the other reads (leased pops among them) run one by
+        one, then the batch reads, then the listings of queues for a reader, and the
+        deletes of queues last. Each operation gets its own answer (ids for a send, a
+        message for a read, a list for a batch, a queue or a list of them) or its own
+        error: a bad send stores nothing and a bad read (a missing queue) is undone,
+        and neither fails another. A delete that would have to wait for a lock is
+        left out of the call and runs alone after it (see migration 0033)."""
         numbered = list(enumerate(operations, 1))
         sends = [(n, op) for n, op in numbered if isinstance(op, SendRequest) and op.options.plain]
         option_sends = sorted(
@@ -579,6 +584,7 @@ class Repository:
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
         arguments += [[_option_send(n, send) for n, send in option_sends],
                       self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
+        arguments += _QueueColumns(numbered).arguments()
         # An empty array goes as NULL, which the function reads as empty: asyncpg
         # checks each array it encodes against three abstract base classes, in Python.
         nulled = [None if type(value) is list and not value else value for value in arguments]
@@ -593,7 +599,26 @@ class Repository:
                 answers.settle(*slot, row)
             else:
                 answers.take(row["request"] - 1, row)
-        return BatchOutcome(answers.finished(), max((row["exec_ns"] for row in rows), default=0))
+        finished = answers.finished()
+        for index, answer in enumerate(finished):
+            if answer is _RUN_ALONE:
+                finished[index] = await self._delete_alone(operations[index])
+        return BatchOutcome(finished, max((row["exec_ns"] for row in rows), default=0))
+
+    async def _delete_alone(self, operation: Operation) -> errors.CourierError | None:
+        """A delete the exchange left out because it would have waited for a lock: run
+        alone, after the exchange committed, so it may raise nothing."""
+        assert isinstance(operation, DeleteQueueRequest)
+        try:
+            await Repository.delete_queue(
+                self, operation.queue_id, if_empty=operation.if_empty, actor=operation.actor
+            )
+        except errors.CourierError as exc:
+            return exc
+        except Exception:
+            log.exception("deleting queue %d alone failed", operation.queue_id)
+            return errors.InternalError("deleting the queue failed")
+        return None
 
     async def send_each(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
         """Store independent sends in one call and one commit (see ``exchange``)."""
@@ -1258,9 +1283,36 @@ class AckManyRequest:
     delivery_ids: tuple[int, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CreateQueueRequest:
+    """One queue to create (the arguments of ``Repository.create_queue``)."""
+
+    name: str
+    creator: int | None = None
+    max_queues: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteQueueRequest:
+    """One queue to delete (the arguments of ``Repository.delete_queue``)."""
+
+    queue_id: int
+    if_empty: bool = False
+    actor: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListingRequest:
+    """The queues holding a message one reader may read (``Repository.queues_for_me``)."""
+
+    reader_id: int
+
+
+QueueRequest = CreateQueueRequest | DeleteQueueRequest | ListingRequest
+
 Operation = (
     SendRequest | PopRequest | ReadRequest | AckRequest | SendManyRequest | PopManyRequest
-    | AckManyRequest
+    | AckManyRequest | QueueRequest
 )  # fmt: skip
 
 
@@ -1316,7 +1368,49 @@ def _pop_group(n: int, pop: PopManyRequest) -> tuple[Any, ...]:
 
 @functools.cache
 def _exchange_call(arguments: int) -> str:
-    return f"courier_exchange_v6({', '.join(f'${k}' for k in range(1, arguments + 1))})"
+    return f"courier_exchange_v7({', '.join(f'${k}' for k in range(1, arguments + 1))})"
+
+
+def _create_lock_order(numbered: tuple[int, CreateQueueRequest]) -> tuple[int, str]:
+    """A create locks its creator's row and its name: every batch takes them in this
+    order, so two batches never wait on each other in a cycle."""
+    _, create = numbered
+    return create.creator or 0, create.name
+
+
+class _QueueColumns:
+    """The queue requests of an exchange as courier_exchange_v7's last eleven
+    arguments: creates (in lock order), listings, deletes. Most batches hold none,
+    and then each array goes as NULL."""
+
+    def __init__(self, numbered: Sequence[tuple[int, Operation]]) -> None:
+        self.creates: list[tuple[int, CreateQueueRequest]] = []
+        self.listings: list[tuple[int, ListingRequest]] = []
+        self.deletes: list[tuple[int, DeleteQueueRequest]] = []
+        for n, op in numbered:
+            if isinstance(op, CreateQueueRequest):
+                self.creates.append((n, op))
+            elif isinstance(op, ListingRequest):
+                self.listings.append((n, op))
+            elif isinstance(op, DeleteQueueRequest):
+                self.deletes.append((n, op))
+        self.creates.sort(key=_create_lock_order)
+
+    def arguments(self) -> list[Any]:
+        creates, listings, deletes = self.creates, self.listings, self.deletes
+        return [
+            [n for n, _ in creates],
+            [create.name for _, create in creates],
+            [create.creator for _, create in creates],
+            [create.max_queues for _, create in creates],
+            [n for n, _ in listings],
+            [listing.reader_id for _, listing in listings],
+            MESSAGE_COUNT_CAP,
+            [n for n, _ in deletes],
+            [delete.queue_id for _, delete in deletes],
+            [delete.actor for _, delete in deletes],
+            [delete.if_empty for _, delete in deletes],
+        ]
 
 
 class _AckNumbers:
@@ -1412,16 +1506,27 @@ def _unanswered(operation: Operation) -> Any:
     return _MISSING
 
 
+_RUN_ALONE: Any = object()
+"""The answer of a delete the exchange left out (status -1): it runs alone after."""
+
+
 def _answer(operation: Operation, row: Any) -> Any:
     status = row["status"]
+    if status == -1:
+        return _RUN_ALONE
     if status == errors.Status.PAYLOAD_TOO_LARGE:
         return errors.PayloadTooLarge(row["message"])
     if status:
         return errors.for_status(status, row["message"])
     if isinstance(operation, SendRequest):
         return list(row["message_ids"])
-    if isinstance(operation, AckRequest):
+    if isinstance(operation, AckRequest | DeleteQueueRequest):
         return None
+    if isinstance(operation, CreateQueueRequest):
+        return models.Queue(row["id"], row["names"][0], 0)
+    if isinstance(operation, ListingRequest):
+        columns = (row["message_ids"], row["names"], row["counts"])
+        return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
     return _message(row)
 
 

@@ -1010,6 +1010,70 @@ LANGUAGE sql AS $$
         p_pop_groups)
 $$;
 
+CREATE FUNCTION courier_exchange_answer_v1(
+    p_request integer, p_status smallint, p_message text, p_exec_ns bigint DEFAULT 0)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               names text[], counts bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_request, p_status, p_message, NULL::bigint[], NULL::bigint, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
+           NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb,
+           NULL::text[], NULL::bigint[], 0::bigint
+$$;
+
+CREATE FUNCTION courier_exchange_v7(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_persistent boolean[], p_copy_sends integer[],
+    p_copy_queues bigint[], p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v3[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v3[], p_pop_groups courier_pop_group_v1[],
+    p_create_requests integer[], p_create_names text[], p_create_creators bigint[],
+    p_create_quotas integer[],
+    p_listing_requests integer[], p_listing_readers bigint[], p_count_cap integer,
+    p_delete_requests integer[], p_delete_queues bigint[], p_delete_actors bigint[],
+    p_delete_if_empty boolean[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               names text[], counts bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT c.request, 0::smallint, NULL::text, NULL::bigint[], courier_mock_id(c.name),
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+           NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+           NULL::text, NULL::jsonb, ARRAY[c.name], NULL::bigint[], 0::bigint
+    FROM unnest(p_create_requests, p_create_names) c(request, name)
+    UNION ALL
+    SELECT e.*, NULL::text[], NULL::bigint[], 0::bigint
+    FROM (SELECT e.request, e.status, e.message, e.message_ids, e.id, e.queue_id, e.sender_id,
+                 e.receiver_id, e.context, e.priority, e.created_at, e.body, e.deliveries,
+                 e.delivery_id, e.dead_from, e.failure, e.properties
+          FROM courier_exchange_v6(
+              p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+              p_persistent, p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests,
+              p_pop_queues, p_pop_orders, p_pop_readers, p_read_requests, p_read_readers,
+              p_read_queues, p_read_senders, p_read_orders, p_read_pops, p_read_leases,
+              p_read_instances, p_ack_requests, p_ack_holders, p_ack_deliveries,
+              p_option_sends, p_dedup_window_ms, p_send_groups, p_pop_groups) e) e
+    UNION ALL
+    SELECT l.request, 0::smallint, NULL::text, ARRAY[1]::bigint[], NULL::bigint, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
+           NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb,
+           ARRAY['mock'], ARRAY[1]::bigint[], 0::bigint
+    FROM unnest(p_listing_requests) l(request)
+    UNION ALL
+    SELECT a.* FROM unnest(p_delete_requests) d(request),
+                    LATERAL courier_exchange_answer_v1(d.request, 0::smallint, NULL) a
+$$;
+
 -- == Selectors (migration 0019) =====================================================
 -- The mock tier takes a selector and ignores it: every read answers as without one.
 

@@ -4917,6 +4917,127 @@ BEGIN
 END;
 $$;
 
+-- courier_exchange_v6 with queue requests (migration 0033): the creates first, each
+-- in a subtransaction; then all of v6; then the listings of queues for a reader; the
+-- deletes last, each in a subtransaction and with a lock timeout of a millisecond, so
+-- that a delete never holds up the batch: one that would wait for a lock answers
+-- status -1, and the middleware runs it alone after the batch commits.
+-- A row of courier_exchange_v7 that carries only a request's status: a success with
+-- nothing to return, or a failure and its message.
+CREATE FUNCTION courier_exchange_answer_v1(
+    p_request integer, p_status smallint, p_message text, p_exec_ns bigint DEFAULT 0)
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               names text[], counts bigint[], exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT p_request, p_status, p_message, NULL::bigint[], NULL::bigint, NULL::bigint,
+           NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint, NULL::timestamptz,
+           NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb,
+           NULL::text[], NULL::bigint[], p_exec_ns
+$$;
+
+CREATE FUNCTION courier_exchange_v7(
+    p_send_requests integer[], p_senders bigint[], p_bodies bytea[], p_receivers bigint[],
+    p_priorities integer[], p_contexts bigint[], p_persistent boolean[], p_copy_sends integer[],
+    p_copy_queues bigint[],
+    p_max_body_bytes integer,
+    p_pop_requests integer[], p_pop_queues bigint[], p_pop_orders text[], p_pop_readers bigint[],
+    p_read_requests integer[], p_read_readers bigint[], p_read_queues bigint[],
+    p_read_senders bigint[], p_read_orders text[], p_read_pops boolean[],
+    p_read_leases integer[], p_read_instances bigint[],
+    p_ack_requests integer[], p_ack_holders bigint[], p_ack_deliveries bigint[],
+    p_option_sends courier_option_send_v3[], p_dedup_window_ms integer,
+    p_send_groups courier_send_group_v3[], p_pop_groups courier_pop_group_v1[],
+    p_create_requests integer[], p_create_names text[], p_create_creators bigint[],
+    p_create_quotas integer[],
+    p_listing_requests integer[], p_listing_readers bigint[], p_count_cap integer,
+    p_delete_requests integer[], p_delete_queues bigint[], p_delete_actors bigint[],
+    p_delete_if_empty boolean[])
+RETURNS TABLE (request integer, status smallint, message text, message_ids bigint[], id bigint,
+               queue_id bigint, sender_id bigint, receiver_id bigint, context bigint,
+               priority smallint, created_at timestamptz, body bytea, deliveries integer,
+               delivery_id bigint, dead_from bigint, failure text, properties jsonb,
+               names text[], counts bigint[], exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_lock_timeout text;
+BEGIN
+    FOR v_i IN 1..coalesce(cardinality(p_create_requests), 0) LOOP
+        BEGIN
+            RETURN QUERY
+            SELECT p_create_requests[v_i], 0::smallint, NULL::text, NULL::bigint[], c.id,
+                   NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+                   NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+                   NULL::text, NULL::jsonb, ARRAY[c.name], NULL::bigint[],
+                   courier_elapsed_ns_v1(v_started)
+            FROM courier_create_queue_v2(p_create_names[v_i], p_create_creators[v_i],
+                                         p_create_quotas[v_i]) c;
+        EXCEPTION WHEN OTHERS THEN
+            IF SQLSTATE NOT LIKE 'CQ%' THEN
+                RAISE;
+            END IF;
+            RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                p_create_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
+        END;
+    END LOOP;
+    IF coalesce(cardinality(p_send_requests), 0) + coalesce(cardinality(p_pop_requests), 0)
+       + coalesce(cardinality(p_read_requests), 0) + coalesce(cardinality(p_ack_requests), 0)
+       + coalesce(cardinality(p_option_sends), 0) + coalesce(cardinality(p_send_groups), 0)
+       + coalesce(cardinality(p_pop_groups), 0) > 0 THEN
+        RETURN QUERY
+        SELECT e.request, e.status, e.message, e.message_ids, e.id, e.queue_id, e.sender_id,
+               e.receiver_id, e.context, e.priority, e.created_at, e.body, e.deliveries,
+               e.delivery_id, e.dead_from, e.failure, e.properties, NULL::text[],
+               NULL::bigint[], e.exec_ns
+        FROM courier_exchange_v6(
+            p_send_requests, p_senders, p_bodies, p_receivers, p_priorities, p_contexts,
+            p_persistent, p_copy_sends, p_copy_queues, p_max_body_bytes, p_pop_requests,
+            p_pop_queues, p_pop_orders, p_pop_readers, p_read_requests, p_read_readers,
+            p_read_queues, p_read_senders, p_read_orders, p_read_pops, p_read_leases,
+            p_read_instances, p_ack_requests, p_ack_holders, p_ack_deliveries, p_option_sends,
+            p_dedup_window_ms, p_send_groups, p_pop_groups) e;
+    END IF;
+    FOR v_i IN 1..coalesce(cardinality(p_listing_requests), 0) LOOP
+        RETURN QUERY
+        SELECT p_listing_requests[v_i], 0::smallint, NULL::text, l.ids, NULL::bigint,
+               NULL::bigint, NULL::bigint, NULL::bigint, NULL::bigint, NULL::smallint,
+               NULL::timestamptz, NULL::bytea, NULL::integer, NULL::bigint, NULL::bigint,
+               NULL::text, NULL::jsonb, l.names, l.message_counts,
+               courier_elapsed_ns_v1(v_started)
+        FROM courier_queues_for_me_v2(p_listing_readers[v_i], p_count_cap) l;
+    END LOOP;
+    IF cardinality(p_delete_requests) > 0 THEN
+        v_lock_timeout := current_setting('lock_timeout');
+        PERFORM set_config('lock_timeout', '1ms', true);
+        FOR v_i IN 1..cardinality(p_delete_requests) LOOP
+            BEGIN
+                IF p_delete_actors[v_i] IS NOT NULL THEN
+                    PERFORM courier_check_owner_v1(p_delete_actors[v_i], p_delete_queues[v_i],
+                                                   'delete');
+                END IF;
+                PERFORM courier_delete_queue_v1(p_delete_queues[v_i], p_delete_if_empty[v_i]);
+                RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                    p_delete_requests[v_i], 0::smallint, NULL, courier_elapsed_ns_v1(v_started));
+            EXCEPTION
+                WHEN lock_not_available THEN
+                    RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                        p_delete_requests[v_i], -1::smallint, SQLERRM);
+                WHEN OTHERS THEN
+                    IF SQLSTATE NOT LIKE 'CQ%' THEN
+                        RAISE;
+                    END IF;
+                    RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                        p_delete_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
+            END;
+        END LOOP;
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+    END IF;
+END;
+$$;
+
 -- == Selectors (migration 0019) =====================================================
 -- A read may carry a selector: a jsonpath predicate over the message's properties,
 -- built by the middleware (courier.selectors) with every literal a variable of
