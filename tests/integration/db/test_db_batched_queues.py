@@ -169,3 +169,30 @@ async def test_a_delete_that_would_wait_runs_alone_after_the_batch_commits(
     assert isinstance(sent, list) and len(sent) == 1
     assert deleted is None
     assert await queue_names(pool) == {"jobs"}
+
+
+async def deadlocks(pool: asyncpg.Pool) -> int:
+    query = "SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"
+    count: int = await pool.fetchval(query)
+    return count
+
+
+async def test_calls_deleting_each_others_send_targets_never_deadlock(
+    repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo
+) -> None:
+    # Each call sends to the queue the other deletes: had a delete waited for the
+    # other call's key-share lock while holding its own, the two would wait in a cycle.
+    before = await deadlocks(pool)
+    for round_ in range(20):
+        first, second = [(await repo.create_queue(f"r{round_}-{n}")).id for n in (1, 2)]
+        answers = await asyncio.gather(
+            repo.exchange([Send(writer.id, [first], b"x"), Delete(second)]),
+            repo.exchange([Send(writer.id, [second], b"y"), Delete(first)]),
+        )
+        for sent, deleted in (outcome.answers for outcome in answers):
+            # A send that lost the race to its queue's delete finds the queue gone.
+            assert isinstance(sent, list | errors.QueueNotFound)
+            assert deleted is None
+    assert await queue_names(pool) == set()
+    await asyncio.sleep(0.1)  # the statistics collector reports a moment late
+    assert await deadlocks(pool) == before
