@@ -584,11 +584,17 @@ class Repository:
         pop_groups = [_pop_group(n, op) for n, op in numbered if isinstance(op, PopManyRequest)]
         arguments += [[_option_send(n, send) for n, send in option_sends],
                       self._dedup_window_ms, send_groups, pop_groups]  # fmt: skip
-        arguments += _QueueColumns(numbered).arguments()
+        # Without queue requests v7 would only pass everything to v6, through one
+        # more set of rows: 11 µs of database CPU on a call of 8 sends and 8 pops.
+        queue_columns = _QueueColumns(numbered)
+        function = "courier_exchange_v6"
+        if queue_columns.any():
+            function = "courier_exchange_v7"
+            arguments += queue_columns.arguments()
         # An empty array goes as NULL, which the function reads as empty: asyncpg
         # checks each array it encodes against three abstract base classes, in Python.
         nulled = [None if type(value) is list and not value else value for value in arguments]
-        rows = await self._call_many(_exchange_call(len(nulled)), *nulled)
+        rows = await self._call_many(_exchange_call(function, len(nulled)), *nulled)
         # The call has committed: from here on nothing may raise, or the batcher would
         # run the batch again and store its sends twice. A request the database left
         # unanswered, or answered with a broken row, fails alone.
@@ -1367,8 +1373,8 @@ def _pop_group(n: int, pop: PopManyRequest) -> tuple[Any, ...]:
 
 
 @functools.cache
-def _exchange_call(arguments: int) -> str:
-    return f"courier_exchange_v7({', '.join(f'${k}' for k in range(1, arguments + 1))})"
+def _exchange_call(function: str, arguments: int) -> str:
+    return f"{function}({', '.join(f'${k}' for k in range(1, arguments + 1))})"
 
 
 def _create_lock_order(numbered: tuple[int, CreateQueueRequest]) -> tuple[int, str]:
@@ -1380,8 +1386,7 @@ def _create_lock_order(numbered: tuple[int, CreateQueueRequest]) -> tuple[int, s
 
 class _QueueColumns:
     """The queue requests of an exchange as courier_exchange_v7's last eleven
-    arguments: creates (in lock order), listings, deletes. Most batches hold none,
-    and then each array goes as NULL."""
+    arguments: creates (in lock order), listings, deletes."""
 
     def __init__(self, numbered: Sequence[tuple[int, Operation]]) -> None:
         self.creates: list[tuple[int, CreateQueueRequest]] = []
@@ -1395,6 +1400,9 @@ class _QueueColumns:
             elif isinstance(op, DeleteQueueRequest):
                 self.deletes.append((n, op))
         self.creates.sort(key=_create_lock_order)
+
+    def any(self) -> bool:
+        return bool(self.creates or self.listings or self.deletes)
 
     def arguments(self) -> list[Any]:
         creates, listings, deletes = self.creates, self.listings, self.deletes
