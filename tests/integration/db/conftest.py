@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
+from db_helpers import CountingRepository
 
 from courier import models
 from courier.db import batching, repository
@@ -18,6 +19,14 @@ async def batched_repo(pool: asyncpg.Pool) -> AsyncIterator[batching.BatchedRepo
     made = batching.BatchedRepository(pool)
     yield made
     await made.release_connection()
+
+
+@pytest.fixture
+async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
+    """The batched repository, noting the operations of every batched call."""
+    made = CountingRepository(pool)
+    yield made
+    await made.release_connection()  # else the pool waits for it to close
 
 
 @pytest.fixture

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import asyncpg
 
 from courier import models
-from courier.db import repository
+from courier.db import batching, repository
 
 LONG = 30_000  # ms: a lease that does not run out during a test
 
@@ -21,3 +24,22 @@ async def lease(
 ) -> models.Message:
     """A pop of the queue that leases its message for ``ms`` through ``instance``."""
     return await repo.read(reader, queue_id=queue, pop=True, lease=repository.Lease(ms, instance))
+
+
+class CountingRepository(batching.BatchedRepository):
+    """The batched repository, noting the operations of every batched call it makes."""
+
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        super().__init__(pool)
+        self.exchanges: list[list[repository.Operation]] = []
+
+    @property
+    def batches(self) -> list[int]:
+        """The size of each batched call."""
+        return [len(operations) for operations in self.exchanges]
+
+    async def exchange(
+        self, operations: Sequence[repository.Operation]
+    ) -> repository.BatchOutcome[Any]:
+        self.exchanges.append(list(operations))
+        return await super().exchange(operations)

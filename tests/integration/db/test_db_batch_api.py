@@ -6,24 +6,15 @@ requests, each answered on its own."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from db_helpers import message_count
-from test_db_batches import CountingRepository
+from db_helpers import CountingRepository, message_count
 
 from courier import errors, models
 from courier.db import repository
 
 Draft = models.Draft
-
-
-@pytest.fixture
-async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
-    made = CountingRepository(pool)
-    yield made
-    await made.release_connection()  # else the pool waits for it to close
 
 
 @pytest.fixture
@@ -152,7 +143,7 @@ async def test_batches_share_one_exchange_with_single_requests_each_answered_alo
 ) -> None:
     await batched.send_many(writer.id, [queue.id], [Draft(b"held 1"), Draft(b"held 2")])
     held = await batched.pop_many(writer.id, queue.id, 2, lease=lease)
-    batched.batches.clear()
+    batched.exchanges.clear()
     operations: list[repository.Operation] = [
         repository.SendManyRequest(writer.id, [queue.id], [Draft(b"x1"), Draft(b"x2")]),
         repository.SendManyRequest(writer.id, [queue.id, 999_999], [Draft(b"lost")]),

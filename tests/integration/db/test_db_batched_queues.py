@@ -6,42 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import asyncpg
 import pytest
-from db_helpers import message_count
+from db_helpers import CountingRepository, message_count
 from test_db_batches import until_a_backend_waits_for_a_lock
 
 from courier import errors, models
-from courier.db import batching, repository
+from courier.db import repository
 
 Create = repository.CreateQueueRequest
 Delete = repository.DeleteQueueRequest
 Listing = repository.ListingRequest
 Send = repository.SendRequest
-
-
-class CountingRepository(batching.BatchedRepository):
-    """The batched repository, noting the operations of every exchange it makes."""
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        super().__init__(pool)
-        self.exchanges: list[list[repository.Operation]] = []
-
-    async def exchange(
-        self, operations: Sequence[repository.Operation]
-    ) -> repository.BatchOutcome[Any]:
-        self.exchanges.append(list(operations))
-        return await super().exchange(operations)
-
-
-@pytest.fixture
-async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
-    made = CountingRepository(pool)
-    yield made
-    await made.release_connection()
 
 
 async def queue_names(pool: asyncpg.Pool) -> set[str]:

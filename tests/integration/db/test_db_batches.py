@@ -7,39 +7,17 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import asyncpg
 import pytest
-from db_helpers import message_count
+from db_helpers import CountingRepository, message_count
 from test_db_concurrency import MIXED_SHAPES, MixedOutcome, store_mixed_round
 
 from courier import config, errors, models
 from courier.db import batching, repository
 
 Send = repository.SendRequest
-
-
-class CountingRepository(batching.BatchedRepository):
-    """The batched repository, noting the size of every batched call it makes."""
-
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        super().__init__(pool)
-        self.batches: list[int] = []
-
-    async def exchange(
-        self, operations: Sequence[repository.Operation]
-    ) -> repository.BatchOutcome[Any]:
-        self.batches.append(len(operations))
-        return await super().exchange(operations)
-
-
-@pytest.fixture
-async def batched(pool: asyncpg.Pool) -> AsyncIterator[CountingRepository]:
-    made = CountingRepository(pool)
-    yield made
-    await made.release_connection()  # else the pool waits for it to close
 
 
 async def stored_bodies(pool: asyncpg.Pool) -> list[str]:
@@ -371,7 +349,7 @@ async def test_leased_pops_and_acks_ride_the_batch_and_fail_alone(
     )
     assert sorted(m.body for m in taken) == [b"a", b"b", b"c"]
     assert all(m.delivery is not None and m.deliveries == 1 for m in taken)
-    batched.batches.clear()
+    batched.exchanges.clear()
 
     deliveries = [m.delivery for m in taken if m.delivery is not None]
     acks = await asyncio.gather(
@@ -396,7 +374,7 @@ async def test_a_call_takes_no_more_leased_pops_than_its_subtransaction_budget(
     count = 2 * batching.SUBTRANSACTIONS_PER_CALL + 10
     await batched.send_many(writer.id, [queue.id], [models.Draft(b"m") for _ in range(count)])
     lease = repository.Lease(30_000, instance)
-    batched.batches.clear()
+    batched.exchanges.clear()
     taken = await asyncio.gather(
         *(batched.read(reader.id, queue_id=queue.id, pop=True, lease=lease) for _ in range(count))
     )
@@ -410,7 +388,7 @@ async def test_plain_pops_share_one_call_beyond_the_subtransaction_budget(
 ) -> None:
     count = 2 * batching.SUBTRANSACTIONS_PER_CALL
     await batched.send_many(writer.id, [queue.id], [models.Draft(b"m") for _ in range(count)])
-    batched.batches.clear()
+    batched.exchanges.clear()
     taken = await asyncio.gather(
         *(batched.read(writer.id, queue_id=queue.id, pop=True) for _ in range(count))
     )
