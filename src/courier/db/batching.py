@@ -52,10 +52,10 @@ GATHER_TURNS = 2
 
 SUBTRANSACTIONS_PER_CALL = 60
 """Requests one call takes at most that run in a subtransaction of their own (sends
-with options, reads other than plain pops, batch requests). PostgreSQL keeps 64
-subtransaction ids per backend in shared memory; past that it marks the
-transaction overflowed, and every other backend's visibility checks then look
-subtransactions up on disk until it ends."""
+with options, reads other than plain pops, batch requests, creates and deletes of
+queues). PostgreSQL keeps 64 subtransaction ids per backend in shared memory; past
+that it marks the transaction overflowed, and every other backend's visibility
+checks then look subtransactions up on disk until it ends."""
 
 RunBatch = Callable[[list[R]], Awaitable[repository.BatchOutcome[T]]]
 Cost = Callable[[R], int]
@@ -199,10 +199,11 @@ def _settle(future: asyncio.Future[T], answer: T | BaseException) -> None:
 
 
 class BatchedRepository(repository.Repository):
-    """The repository, with sends and reads coalesced into batched calls.
+    """The repository, with sends, reads, acks and queue requests coalesced into
+    batched calls.
 
-    Every kind of single request, for every queue, shares one batcher, so the sends
-    and reads waiting at one moment cost one round trip and one commit between them.
+    Every kind of single request, for every queue, shares one batcher, so the
+    requests waiting at one moment cost one round trip and one commit between them.
     Batch requests share a second one, which may keep two calls in flight.
     """
 
@@ -293,7 +294,7 @@ class BatchedRepository(repository.Repository):
         timing: Timing | None = None,
     ) -> models.Queue:
         request = repository.CreateQueueRequest(name, creator, max_queues)
-        queue: models.Queue = await self._batcher.submit(request, timing)
+        queue: models.Queue = await self._submit_queue_request(request, timing)
         return queue
 
     async def delete_queue(
@@ -305,15 +306,25 @@ class BatchedRepository(repository.Repository):
         timing: Timing | None = None,
     ) -> None:
         request = repository.DeleteQueueRequest(queue_id, if_empty, actor)
-        await self._batcher.submit(request, timing)
+        await self._submit_queue_request(request, timing)
 
     async def queues_for_me(
         self, reader_id: int, *, timing: Timing | None = None
     ) -> list[models.Queue]:
-        queues: list[models.Queue] = await self._batcher.submit(
-            repository.ListingRequest(reader_id), timing
-        )
+        request = repository.ListingRequest(reader_id)
+        queues: list[models.Queue] = await self._submit_queue_request(request, timing)
         return queues
+
+    async def _submit_queue_request(
+        self, request: repository.QueueRequest, timing: Timing | None
+    ) -> Any:
+        """Through the batcher. One the batch left out (it would have waited for a lock,
+        or it deletes a long queue) runs alone in the caller's task, as before batching:
+        only its own caller waits for it."""
+        answer = await self._batcher.submit(request, timing)
+        if answer is repository.LEFT_OUT:
+            return await self._queue_request_alone(request, timing)
+        return answer
 
     async def send_many(
         self,
@@ -423,7 +434,9 @@ class BatchedRepository(repository.Repository):
                     operation.holder_id, operation.delivery_ids, timing=timing
                 )
             elif isinstance(operation, repository.QueueRequest):
-                answer = await self._queue_request_alone(operation, timing)
+                # Alone it gains nothing here, and a create or delete may wait for a
+                # lock: its caller runs it, so the batcher is never held up.
+                answer = repository.LEFT_OUT
             else:
                 answer = await super().read(
                     operation.reader_id, queue_id=operation.queue_id,
@@ -437,8 +450,9 @@ class BatchedRepository(repository.Repository):
         return repository.BatchOutcome([answer], timing.exec_ns)
 
     async def _queue_request_alone(
-        self, operation: repository.QueueRequest, timing: Timing
+        self, operation: repository.QueueRequest, timing: Timing | None
     ) -> models.Queue | list[models.Queue] | None:
+        """Its own call of the plain repository, in the caller's task."""
         if isinstance(operation, repository.CreateQueueRequest):
             return await super().create_queue(
                 operation.name, creator=operation.creator, max_queues=operation.max_queues,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,6 @@ TRANSFER_COLUMNS = (
 """The outbox columns a transfer carries to its target, in courier_transfer_in_v1's order."""
 
 T = TypeVar("T")
-log = logging.getLogger(__name__)
 
 KEEP_CALLS = 1_000
 """Calls a kept connection serves again before it goes back to the pool once, so
@@ -537,8 +535,9 @@ class Repository:
         deletes of queues last. Each operation gets its own answer (ids for a send, a
         message for a read, a list for a batch, a queue or a list of them) or its own
         error: a bad send stores nothing and a bad read (a missing queue) is undone,
-        and neither fails another. A delete that would have to wait for a lock is
-        left out of the call and runs alone after it (see migration 0033)."""
+        and neither fails another. A create or a delete that would have to wait for
+        a lock, or the delete of a queue with many messages, is left out of the call:
+        its answer is ``LEFT_OUT``, and its caller runs it alone (migration 0033)."""
         numbered = list(enumerate(operations, 1))
         sends = [(n, op) for n, op in numbered if isinstance(op, SendRequest) and op.options.plain]
         option_sends = sorted(
@@ -605,26 +604,7 @@ class Repository:
                 answers.settle(*slot, row)
             else:
                 answers.take(row["request"] - 1, row)
-        finished = answers.finished()
-        for index, answer in enumerate(finished):
-            if answer is _RUN_ALONE:
-                finished[index] = await self._delete_alone(operations[index])
-        return BatchOutcome(finished, max((row["exec_ns"] for row in rows), default=0))
-
-    async def _delete_alone(self, operation: Operation) -> errors.CourierError | None:
-        """A delete the exchange left out because it would have waited for a lock: run
-        alone, after the exchange committed, so it may raise nothing."""
-        assert isinstance(operation, DeleteQueueRequest)
-        try:
-            await Repository.delete_queue(
-                self, operation.queue_id, if_empty=operation.if_empty, actor=operation.actor
-            )
-        except errors.CourierError as exc:
-            return exc
-        except Exception:
-            log.exception("deleting queue %d alone failed", operation.queue_id)
-            return errors.InternalError("deleting the queue failed")
-        return None
+        return BatchOutcome(answers.finished(), max((row["exec_ns"] for row in rows), default=0))
 
     async def send_each(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
         """Store independent sends in one call and one commit (see ``exchange``)."""
@@ -1514,14 +1494,22 @@ def _unanswered(operation: Operation) -> Any:
     return _MISSING
 
 
-_RUN_ALONE: Any = object()
-"""The answer of a delete the exchange left out (status -1): it runs alone after."""
+class _LeftOut:
+    def __repr__(self) -> str:
+        return "LEFT_OUT"
+
+
+LEFT_OUT: Any = _LeftOut()
+"""The answer ``exchange`` gives a queue request it left out (status LEFT_OUT_STATUS):
+run it alone. The exchange never waits for the request in its place, since the
+whole batch would wait with it."""
+LEFT_OUT_STATUS = -1
 
 
 def _answer(operation: Operation, row: Any) -> Any:
     status = row["status"]
-    if status == -1:
-        return _RUN_ALONE
+    if status == LEFT_OUT_STATUS:
+        return LEFT_OUT
     if status == errors.Status.PAYLOAD_TOO_LARGE:
         return errors.PayloadTooLarge(row["message"])
     if status:
@@ -1531,11 +1519,25 @@ def _answer(operation: Operation, row: Any) -> Any:
     if isinstance(operation, AckRequest | DeleteQueueRequest):
         return None
     if isinstance(operation, CreateQueueRequest):
-        return models.Queue(row["id"], row["names"][0], 0)
+        return _created(row)
     if isinstance(operation, ListingRequest):
-        columns = (row["message_ids"], row["names"], row["counts"])
-        return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
+        return _listing(row)
     return _message(row)
+
+
+def _created(row: Any) -> models.Queue:
+    names = row["names"]
+    if row["id"] is None or not names:
+        raise errors.InternalError("a create's answer carries no queue")
+    return models.Queue(row["id"], names[0], 0)
+
+
+def _listing(row: Any) -> list[models.Queue]:
+    """A listing's queues: their ids travel in message_ids."""
+    columns = (row["message_ids"], row["names"], row["counts"])
+    if None in columns or len({len(column) for column in columns}) != 1:
+        raise errors.InternalError("a listing's answer has columns of unequal length")
+    return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
 
 
 def _id_or_name(key: int | str) -> tuple[int | None, str | None]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -43,3 +45,11 @@ class CountingRepository(batching.BatchedRepository):
     ) -> repository.BatchOutcome[Any]:
         self.exchanges.append(list(operations))
         return await super().exchange(operations)
+
+
+async def until_a_backend_waits_for_a_lock(pool: asyncpg.Pool) -> None:
+    deadline = time.monotonic() + 10
+    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+    while not await pool.fetchval(query):
+        assert time.monotonic() < deadline, "no call waits for the lock"
+        await asyncio.sleep(0.01)

@@ -11,7 +11,7 @@ from typing import Any
 
 import asyncpg
 import pytest
-from db_helpers import CountingRepository, message_count
+from db_helpers import CountingRepository, message_count, until_a_backend_waits_for_a_lock
 from test_db_concurrency import MIXED_SHAPES, MixedOutcome, store_mixed_round
 
 from courier import config, errors, models
@@ -527,14 +527,6 @@ async def test_a_pool_of_one_connection_is_not_kept_from_the_other_calls(
         assert (await batched.get_queue(queue.id)).message_count == 1
     finally:
         await single.close()
-
-
-async def until_a_backend_waits_for_a_lock(pool: asyncpg.Pool) -> None:
-    deadline = time.monotonic() + 10
-    query = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-    while not await pool.fetchval(query):
-        assert time.monotonic() < deadline, "no call waits for the lock"
-        await asyncio.sleep(0.01)
 
 
 async def test_a_failed_call_hands_the_kept_connection_back(

@@ -12,11 +12,14 @@
 --   2. everything courier_exchange_v6 does, as it does it;
 --   3. the listings of queues for a reader (they see the batch's own sends);
 --   4. the deletes, each in a subtransaction, last.
--- A delete locks its queue against concurrent sends, and its cascade takes the rows
--- of the queue's messages, so a delete that waited would hold up the whole batch and
--- could close a cycle of waits with another batch. The deletes therefore run with a
--- lock timeout of a millisecond: one that would wait answers status -1 instead, and
--- the middleware runs it alone once the batch has committed, as before this change.
+-- A create or a delete that waited for a lock would hold up every request of the
+-- batch, and could close a cycle of waits with another batch (a create waits for a
+-- concurrent create of its name and locks its creator; a delete locks its queue
+-- against concurrent sends and takes the rows of its messages). Both therefore run
+-- with a lock timeout of a millisecond. One that would wait answers status -1,
+-- "left out": the middleware runs it alone once the batch has committed, as every
+-- create and delete ran before. So does the delete of a queue holding more than 64
+-- messages, whose cascade would make the batch as slow as the queue is long.
 
 -- A row of courier_exchange_v7 that carries only a request's status: a success with
 -- nothing to return, or a failure and its message.
@@ -59,8 +62,9 @@ RETURNS TABLE (request integer, status smallint, message text, message_ids bigin
 LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
-    v_lock_timeout text;
+    v_lock_timeout text := current_setting('lock_timeout');
 BEGIN
+    PERFORM set_config('lock_timeout', '1ms', true);
     FOR v_i IN 1..coalesce(cardinality(p_create_requests), 0) LOOP
         BEGIN
             RETURN QUERY
@@ -71,14 +75,19 @@ BEGIN
                    courier_elapsed_ns_v1(v_started)
             FROM courier_create_queue_v2(p_create_names[v_i], p_create_creators[v_i],
                                          p_create_quotas[v_i]) c;
-        EXCEPTION WHEN OTHERS THEN
-            IF SQLSTATE NOT LIKE 'CQ%' THEN
-                RAISE;
-            END IF;
-            RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
-                p_create_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
+        EXCEPTION
+            WHEN lock_not_available THEN
+                RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                    p_create_requests[v_i], -1::smallint, SQLERRM);
+            WHEN OTHERS THEN
+                IF SQLSTATE NOT LIKE 'CQ%' THEN
+                    RAISE;
+                END IF;
+                RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                    p_create_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
         END;
     END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
     IF coalesce(cardinality(p_send_requests), 0) + coalesce(cardinality(p_pop_requests), 0)
        + coalesce(cardinality(p_read_requests), 0) + coalesce(cardinality(p_ack_requests), 0)
        + coalesce(cardinality(p_option_sends), 0) + coalesce(cardinality(p_send_groups), 0)
@@ -96,6 +105,7 @@ BEGIN
             p_read_instances, p_ack_requests, p_ack_holders, p_ack_deliveries, p_option_sends,
             p_dedup_window_ms, p_send_groups, p_pop_groups) e;
     END IF;
+    -- A listing's queue ids travel in message_ids.
     FOR v_i IN 1..coalesce(cardinality(p_listing_requests), 0) LOOP
         RETURN QUERY
         SELECT p_listing_requests[v_i], 0::smallint, NULL::text, l.ids, NULL::bigint,
@@ -105,31 +115,36 @@ BEGIN
                courier_elapsed_ns_v1(v_started)
         FROM courier_queues_for_me_v2(p_listing_readers[v_i], p_count_cap) l;
     END LOOP;
-    IF cardinality(p_delete_requests) > 0 THEN
-        v_lock_timeout := current_setting('lock_timeout');
-        PERFORM set_config('lock_timeout', '1ms', true);
-        FOR v_i IN 1..cardinality(p_delete_requests) LOOP
-            BEGIN
-                IF p_delete_actors[v_i] IS NOT NULL THEN
-                    PERFORM courier_check_owner_v1(p_delete_actors[v_i], p_delete_queues[v_i],
-                                                   'delete');
-                END IF;
-                PERFORM courier_delete_queue_v1(p_delete_queues[v_i], p_delete_if_empty[v_i]);
+    PERFORM set_config('lock_timeout', '1ms', true);
+    FOR v_i IN 1..coalesce(cardinality(p_delete_requests), 0) LOOP
+        BEGIN
+            IF EXISTS (SELECT 1 FROM courier_messages m
+                       WHERE m.queue_id = p_delete_queues[v_i] OFFSET 64)
+               OR EXISTS (SELECT 1 FROM courier_held_messages h
+                          WHERE h.queue_id = p_delete_queues[v_i] OFFSET 64) THEN
                 RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
-                    p_delete_requests[v_i], 0::smallint, NULL, courier_elapsed_ns_v1(v_started));
-            EXCEPTION
-                WHEN lock_not_available THEN
-                    RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
-                        p_delete_requests[v_i], -1::smallint, SQLERRM);
-                WHEN OTHERS THEN
-                    IF SQLSTATE NOT LIKE 'CQ%' THEN
-                        RAISE;
-                    END IF;
-                    RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
-                        p_delete_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
-            END;
-        END LOOP;
-        PERFORM set_config('lock_timeout', v_lock_timeout, true);
-    END IF;
+                    p_delete_requests[v_i], -1::smallint, 'the queue holds many messages');
+                CONTINUE;
+            END IF;
+            IF p_delete_actors[v_i] IS NOT NULL THEN
+                PERFORM courier_check_owner_v1(p_delete_actors[v_i], p_delete_queues[v_i],
+                                               'delete');
+            END IF;
+            PERFORM courier_delete_queue_v1(p_delete_queues[v_i], p_delete_if_empty[v_i]);
+            RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                p_delete_requests[v_i], 0::smallint, NULL, courier_elapsed_ns_v1(v_started));
+        EXCEPTION
+            WHEN lock_not_available THEN
+                RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                    p_delete_requests[v_i], -1::smallint, SQLERRM);
+            WHEN OTHERS THEN
+                IF SQLSTATE NOT LIKE 'CQ%' THEN
+                    RAISE;
+                END IF;
+                RETURN QUERY SELECT * FROM courier_exchange_answer_v1(
+                    p_delete_requests[v_i], substr(SQLSTATE, 3)::smallint, SQLERRM);
+        END;
+    END LOOP;
+    PERFORM set_config('lock_timeout', v_lock_timeout, true);
 END;
 $$;
