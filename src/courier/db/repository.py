@@ -1357,16 +1357,9 @@ def _exchange_call(function: str, arguments: int) -> str:
     return f"{function}({', '.join(f'${k}' for k in range(1, arguments + 1))})"
 
 
-def _create_lock_order(numbered: tuple[int, CreateQueueRequest]) -> tuple[int, str]:
-    """A create locks its creator's row and its name: every batch takes them in this
-    order, so two batches never wait on each other in a cycle."""
-    _, create = numbered
-    return create.creator or 0, create.name
-
-
 class _QueueColumns:
     """The queue requests of an exchange as courier_exchange_v7's last eleven
-    arguments: creates (in lock order), listings, deletes."""
+    arguments: creates, listings, deletes."""
 
     def __init__(self, numbered: Sequence[tuple[int, Operation]]) -> None:
         self.creates: list[tuple[int, CreateQueueRequest]] = []
@@ -1379,7 +1372,6 @@ class _QueueColumns:
                 self.listings.append((n, op))
             elif isinstance(op, DeleteQueueRequest):
                 self.deletes.append((n, op))
-        self.creates.sort(key=_create_lock_order)
 
     def any(self) -> bool:
         return bool(self.creates or self.listings or self.deletes)
