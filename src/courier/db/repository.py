@@ -539,13 +539,34 @@ class Repository:
         a lock, or the delete of a queue with many messages, is left out of the call:
         its answer is ``LEFT_OUT``, and its caller runs it alone (migration 0033)."""
         numbered = list(enumerate(operations, 1))
+        acks = _AckNumbers(numbered)
+        function, arguments = self._exchange_arguments(numbered, acks)
+        # An empty array goes as NULL, which the function reads as empty: asyncpg
+        # checks each array it encodes against three abstract base classes, in Python.
+        nulled = [None if type(value) is list and not value else value for value in arguments]
+        rows = await self._call_many(_exchange_call(function, len(nulled)), *nulled)
+        # The call has committed: from here on nothing may raise, or the batcher would
+        # run the batch again and store its sends twice. A request the database left
+        # unanswered, or answered with a broken row, fails alone.
+        answers = _Answers(operations)
+        for row in rows:
+            slot = acks.slots.get(row["request"])
+            if slot is not None:
+                answers.settle(*slot, row)
+            else:
+                answers.take(row["request"] - 1, row)
+        return BatchOutcome(answers.finished(), max((row["exec_ns"] for row in rows), default=0))
+
+    def _exchange_arguments(
+        self, numbered: Sequence[tuple[int, Operation]], acks: _AckNumbers
+    ) -> tuple[str, list[Any]]:
+        """The stored function an exchange calls, and its arguments in their order."""
         sends = [(n, op) for n, op in numbered if isinstance(op, SendRequest) and op.options.plain]
         option_sends = sorted(
             ((n, op) for n, op in numbered if isinstance(op, SendRequest) and not op.options.plain),
             key=_dedup_lock_order,
         )
         reads = [(n, op) for n, op in numbered if isinstance(op, ReadRequest)]
-        acks = _AckNumbers(numbered)
         groups: dict[tuple[int, models.Order], list[tuple[int, PopRequest]]] = {}
         for n, op in numbered:
             if isinstance(op, PopRequest):
@@ -590,21 +611,7 @@ class Repository:
         if queue_columns.any():
             function = "courier_exchange_v7"
             arguments += queue_columns.arguments()
-        # An empty array goes as NULL, which the function reads as empty: asyncpg
-        # checks each array it encodes against three abstract base classes, in Python.
-        nulled = [None if type(value) is list and not value else value for value in arguments]
-        rows = await self._call_many(_exchange_call(function, len(nulled)), *nulled)
-        # The call has committed: from here on nothing may raise, or the batcher would
-        # run the batch again and store its sends twice. A request the database left
-        # unanswered, or answered with a broken row, fails alone.
-        answers = _Answers(operations)
-        for row in rows:
-            slot = acks.slots.get(row["request"])
-            if slot is not None:
-                answers.settle(*slot, row)
-            else:
-                answers.take(row["request"] - 1, row)
-        return BatchOutcome(answers.finished(), max((row["exec_ns"] for row in rows), default=0))
+        return function, arguments
 
     async def send_each(self, sends: Sequence[SendRequest]) -> BatchOutcome[list[int]]:
         """Store independent sends in one call and one commit (see ``exchange``)."""
