@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
 import socket
 import ssl
@@ -47,18 +48,52 @@ class LaunchFailed(RuntimeError):
 
 
 _handed_out: set[int] = set()
+LOWEST_PORT = 20_000
+"""Where ``free_port`` starts looking: above the ports services commonly keep."""
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 
 
 def free_port(host: str = HOST) -> int:
     """A port nothing listens on (just bound and released), and never one this process
-    handed out before: two middleware started back to back must not get the same."""
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            port: int = probe.getsockname()[1]
-        if port not in _handed_out:
+    handed out before: two middleware started back to back must not get the same.
+
+    It lies below the kernel's ephemeral ports, which every outgoing connection takes
+    its own port from: one picked there could be taken by a connection (to the
+    database, say) before the middleware binds it. Where the range is unknown, the
+    kernel picks."""
+    below = _first_ephemeral_port()
+    for _ in range(1_000):
+        port = _random_port(host, below) if below else _kernel_port(host)
+        if port is not None and port not in _handed_out:
             _handed_out.add(port)
             return port
+    raise OSError("no free port found below the ephemeral range")
+
+
+def _first_ephemeral_port() -> int | None:
+    try:
+        first = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return first if first > LOWEST_PORT + 1_000 else None
+
+
+def _random_port(host: str, below: int) -> int | None:
+    """A random port in [LOWEST_PORT, below) if it can be bound now, else None."""
+    port = random.randrange(LOWEST_PORT, below)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return None
+    return port
+
+
+def _kernel_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+    return port
 
 
 def serve_flags(options: Mapping[str, object]) -> list[str]:
