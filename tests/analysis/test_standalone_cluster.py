@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ import pyspark
 import pytest
 
 from courier.analysis import synthetic
+from courier.server import launcher
 
 pytestmark = pytest.mark.slow
 
@@ -36,9 +36,8 @@ STARTUP_S = 90.0
 
 
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
+    """Below the ephemeral range: a Spark daemon binds it seconds later."""
+    return launcher.free_port(LOOPBACK)
 
 
 def cluster_environment(conf_dir: Path) -> dict[str, str]:
