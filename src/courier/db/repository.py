@@ -1536,7 +1536,7 @@ def _listing(row: Any) -> list[models.Queue]:
     columns = (row["message_ids"], row["names"], row["counts"])
     if None in columns or len({len(column) for column in columns}) != 1:
         raise errors.InternalError("a listing's answer has columns of unequal length")
-    return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
+    return _queue_list(*columns)
 
 
 def _id_or_name(key: int | str) -> tuple[int | None, str | None]:
@@ -1556,8 +1556,13 @@ def _client(row: Any) -> models.ClientInfo:
 
 
 def _queues(row: Any) -> list[models.Queue]:
-    columns = (row["ids"], row["names"], row["message_counts"])
-    return [models.Queue(*fields) for fields in zip(*columns, strict=True)]
+    return _queue_list(row["ids"], row["names"], row["message_counts"])
+
+
+def _queue_list(
+    ids: Sequence[int], names: Sequence[str], counts: Sequence[int]
+) -> list[models.Queue]:
+    return [models.Queue(*fields) for fields in zip(ids, names, counts, strict=True)]
 
 
 # A message row without these is no message (e.g. a read that found its row gone).
