@@ -192,6 +192,11 @@ class MockBackend:
     ) -> models.Message:
         return _message(queue_id, reader_id, receiver=reader_id, context=context)
 
+    async def watch_queue(
+        self, queue_id: int, seconds: float, *, timing: repository.Timing | None = None
+    ) -> None:
+        return None
+
     async def queues_for_me(
         self, reader_id: int, *, timing: repository.Timing | None = None
     ) -> list[models.Queue]:

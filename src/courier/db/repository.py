@@ -275,11 +275,19 @@ class Repository:
         ttl_seconds: float = DEFAULT_INSTANCE_TTL,
     ) -> models.Instance:
         """A new registry entry; it counts as live while its heartbeat is younger
-        than ttl_seconds."""
+        than ttl_seconds. It watches the queues it waits on (``watch_queue``)."""
         row = await self._call(
-            "courier_register_instance_v1($1, $2)", address, ttl_seconds, timing=timing
+            "courier_register_instance_v2($1, $2)", address, ttl_seconds, timing=timing
         )
         return models.Instance(row["id"], row["address"], row["started_at"], row["heartbeat_at"])
+
+    async def watch_queue(
+        self, queue_id: int, seconds: float, *, timing: Timing | None = None
+    ) -> None:
+        """From now on, and for ``seconds`` at least, what is stored in the queue is
+        announced on the notification channel; a read after this call sees whatever
+        was stored before it (migration 0034). Nothing for a queue that does not exist."""
+        await self._call("courier_watch_queue_v1($1, $2)", queue_id, seconds, timing=timing)
 
     async def heartbeat(self, instance_id: int, *, timing: Timing | None = None) -> None:
         """InternalError if the instance is not registered (it expired: register again)."""

@@ -427,6 +427,11 @@ class RoutedBackend:
             reader_id, queue_id, context, timing=timing
         )
 
+    async def watch_queue(
+        self, queue_id: int, seconds: float, *, timing: Timing | None = None
+    ) -> None:
+        await self._for(queue_id).watch_queue(queue_id, seconds, timing=timing)
+
     async def send_many(
         self,
         sender_id: int,

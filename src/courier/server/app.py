@@ -88,6 +88,7 @@ class Server:
             await self._link_nodes(routed)
             health = routing.RoutedInstances(await self._open_health_link(), routed)
             store, instance_id = routed, await self._register(health)
+            self._waiters.watch_queues(routed.watch_queue)
             self._sweeper = sweeper.Sweeper(routed)
             self._sweeper.start()
         pending_logouts = logouts.PendingLogouts(

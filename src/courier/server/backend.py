@@ -121,6 +121,12 @@ class Backend(Protocol):
         self, reader_id: int, queue_id: int, context: int, *, timing: Timing | None = None
     ) -> models.Message: ...
 
+    async def watch_queue(
+        self, queue_id: int, seconds: float, *, timing: Timing | None = None
+    ) -> None:
+        """Have what is stored in the queue announced for ``seconds`` at least, from
+        before this returns (a waiter calls it before its last try)."""
+
     async def send_many(
         self,
         sender_id: int,

@@ -17,6 +17,13 @@ own: another woken waiter may have taken that one, leaving a later message behin
 so a message is never left waiting for a reader that sleeps on; the hand-on ends
 once every such waiter has tried. When
 the LISTEN connection drops and comes back, every waiter re-checks.
+
+The database announces only what is stored in the queues a middleware watches
+(migration 0034): announcing every statement made the commits of all middleware
+take turns. So a waiter's last try before it sleeps comes after its queue's watch
+is in place (``watch_queues``); a watch lasts WATCH_SECONDS, is renewed by the first
+waiter that needs it after WATCH_RENEW_AFTER, and no wait sleeps past the watch it
+began under: it wakes, renews it and tries again.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -31,6 +39,17 @@ from typing import TypeVar
 from courier import errors
 
 T = TypeVar("T")
+
+WATCH_SECONDS = 60.0
+"""How long the database announces a queue's messages after a watch."""
+WATCH_RENEW_AFTER = 45.0
+"""Seconds after a watch began that waiters renew it: the database renews a watch
+with ten seconds or more to run without waiting for anything."""
+MAX_REMEMBERED_WATCHES = 4096
+"""Watches remembered beyond this are forgotten once they have run out."""
+
+Watch = Callable[[int, float], Awaitable[None]]
+"""Watch queue ``id`` for ``seconds``: ``Backend.watch_queue``."""
 
 
 @dataclass(eq=False, slots=True)
@@ -56,6 +75,14 @@ class Waiters:
         self._announced: dict[int, int] = {}
         self._order = itertools.count()
         self._stopping = False
+        self._watch: Watch | None = None
+        self._watched: dict[int, float] = {}  # queue -> loop time its watch needs renewing
+        self._watching: dict[int, asyncio.Future[None]] = {}  # watches being made
+
+    def watch_queues(self, watch: Watch) -> None:
+        """Watch every queue before the last try of a wait on it. Without it (the mock
+        tier, or a database that announces everything) waits sleep unbounded."""
+        self._watch = watch
 
     def __len__(self) -> int:
         return sum(len(waiters) for waiters in self._by_queue.values())
@@ -118,7 +145,9 @@ class Waiters:
         self.notify(queue_id, receiver, count)
 
     def wake_all(self) -> None:
-        """Every waiter re-checks: notifications may have been missed."""
+        """Every waiter re-checks: notifications may have been missed. The watches are
+        made again too (the database may have lost them, or a queue changed node)."""
+        self._watched.clear()
         for queue_id in list(self._by_queue):
             self.notify(queue_id, None)
 
@@ -146,19 +175,53 @@ class Waiters:
             leaving = True
             try:
                 try:
+                    watched_until = await self._watched_until(queue_id)
                     return await attempt()
                 except BaseException as exc:
                     self.hand_on(answering)  # what woke us was not for us
                     remaining = deadline - loop.time()
                     if not isinstance(exc, errors.NoMessage) or remaining <= 0 or self._stopping:
                         raise
-                await _wait_event(waiter.woken, remaining)
+                await _wait_event(waiter.woken, min(remaining, watched_until - loop.time()))
                 leaving = False
             finally:
                 self.unsubscribe(waiter)
                 if leaving:
                     self.hand_on(waiter)  # woken meanwhile, and gone without trying for it
             answering = waiter if waiter.woken.is_set() else None
+
+    async def _watched_until(self, queue_id: int) -> float:
+        """The loop time until which the queue's watch holds, watching it first if it
+        needs it; concurrent waiters of one queue share one call."""
+        if self._watch is None:
+            return math.inf
+        loop = asyncio.get_running_loop()
+        until = self._watched.get(queue_id, 0.0)
+        if loop.time() < until:
+            return until
+        making = self._watching.get(queue_id)
+        if making is None:
+            making = loop.create_task(self._make_watch(queue_id, self._watch))
+            making.add_done_callback(_seen)  # its waiters may all have left
+            self._watching[queue_id] = making
+        await asyncio.shield(making)
+        return self._watched[queue_id]
+
+    async def _make_watch(self, queue_id: int, watch: Watch) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        try:
+            await watch(queue_id, WATCH_SECONDS)
+            if len(self._watched) >= MAX_REMEMBERED_WATCHES:
+                self._watched = {q: t for q, t in self._watched.items() if t > began}
+            self._watched[queue_id] = began + WATCH_RENEW_AFTER
+        finally:
+            del self._watching[queue_id]
+
+
+def _seen(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 async def _wait_event(event: asyncio.Event, timeout: float) -> None:

@@ -185,3 +185,76 @@ async def test_a_wake_up_whose_message_another_took_reaches_a_later_waiter() -> 
     assert await asyncio.wait_for(w, 1) == "m"
     z.cancel()
     await asyncio.gather(z, return_exceptions=True)
+
+
+class Watches:
+    """A stand-in for ``Backend.watch_queue``: notes each watch, or fails."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.calls: list[tuple[int, float]] = []
+        self.failure = failure
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def watch(self, queue_id: int, seconds: float) -> None:
+        self.calls.append((queue_id, seconds))
+        await self.release.wait()
+        if self.failure is not None:
+            raise self.failure
+
+
+async def test_a_wait_watches_its_queue_before_its_try_once_for_all_waiters() -> None:
+    table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
+    table.watch_queues(watches.watch)
+    watches.release.clear()
+    waiting = [asyncio.create_task(table.wait_for(7, n, inbox.pop, timeout=10)) for n in (1, 2)]
+    await asyncio.sleep(0.01)
+    assert (watches.calls, inbox.attempts) == ([(7, waiters.WATCH_SECONDS)], 0)
+    watches.release.set()
+    await asyncio.sleep(0.01)
+    assert inbox.attempts == 2  # each tried once the watch was in place
+    third = asyncio.create_task(table.wait_for(7, 3, inbox.pop, timeout=10))
+    await asyncio.sleep(0.01)
+    assert len(watches.calls) == 1 and inbox.attempts == 3  # the watch still holds
+    inbox.items += ["a", "b", "c"]
+    table.notify_payload("7::3")
+    assert sorted(await asyncio.gather(*waiting, third)) == ["a", "b", "c"]
+
+
+async def test_a_wait_never_sleeps_past_its_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(waiters, "WATCH_RENEW_AFTER", 0.05)
+    table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
+    table.watch_queues(watches.watch)
+    waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
+    await asyncio.sleep(0.3)
+    # No notification came: the wait renewed its watch and tried again each time.
+    assert len(watches.calls) >= 3 and inbox.attempts == len(watches.calls)
+    inbox.items.append("late")
+    table.notify_payload("7:")
+    assert await asyncio.wait_for(waiting, 1) == "late"
+
+
+async def test_a_watch_that_fails_fails_the_wait_and_is_tried_again() -> None:
+    table, inbox = waiters.Waiters(), Inbox()
+    watches = Watches(errors.Unavailable("the database is out of reach"))
+    table.watch_queues(watches.watch)
+    with pytest.raises(errors.Unavailable):
+        await table.wait_for(7, 1, inbox.pop, timeout=10)
+    assert inbox.attempts == 0 and len(table) == 0
+    watches.failure = None
+    inbox.items.append("now")
+    assert await table.wait_for(7, 1, inbox.pop, timeout=10) == "now"
+    assert len(watches.calls) == 2
+
+
+async def test_waking_everyone_makes_the_watches_again() -> None:
+    table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
+    table.watch_queues(watches.watch)
+    waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
+    await asyncio.sleep(0.01)
+    table.wake_all()  # the LISTEN link came back: the database may have lost them
+    await asyncio.sleep(0.01)
+    assert [queue for queue, _ in watches.calls] == [7, 7] and inbox.attempts == 2
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting

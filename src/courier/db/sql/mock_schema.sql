@@ -73,6 +73,18 @@ LANGUAGE sql AS $$
     SELECT courier_mock_id(p_address), p_address, now(), now(), 0::bigint
 $$;
 
+CREATE FUNCTION courier_register_instance_v2(
+    p_address text, p_ttl_seconds double precision,
+    OUT id bigint, OUT address text, OUT started_at timestamptz, OUT heartbeat_at timestamptz,
+    OUT exec_ns bigint)
+LANGUAGE sql AS $$
+    SELECT courier_mock_id(p_address), p_address, now(), now(), 0::bigint
+$$;
+
+CREATE FUNCTION courier_watch_queue_v1(
+    p_queue_id bigint, p_seconds double precision, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT 0::bigint $$;
+
 CREATE FUNCTION courier_heartbeat_v1(p_instance_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;
 
@@ -510,6 +522,14 @@ $$;
 -- == Triggers ========================================================================
 
 CREATE FUNCTION courier_notify_messages_v3()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION courier_notify_messages_v4()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

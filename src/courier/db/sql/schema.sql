@@ -20,10 +20,12 @@
 -- The frequent misses of a read (NO_MESSAGE, QUEUE_EMPTY) are not raised: they come
 -- back in the result's status column, which keeps them cheap and still timed.
 --
--- Notification channel: every statement that stores messages fires, per distinct
--- queue and receiver, pg_notify('courier_messages',
--- '<queue_id>:<receiver_id or empty>:<messages stored>') (delivered at commit), so
--- middleware can wake as many blocked receives as those messages can satisfy.
+-- Notification channel: every statement that stores messages in a queue a middleware
+-- watches (courier_watch_queue_v1; any queue while a middleware older than migration
+-- 0034 is registered) fires, per distinct queue and receiver,
+-- pg_notify('courier_messages', '<queue_id>:<receiver_id or empty>:<messages stored>')
+-- (delivered at commit), so middleware can wake as many blocked receives as those
+-- messages can satisfy.
 -- Disabling a client (migration 0013) fires pg_notify('courier_clients', '<client_id>'),
 -- so the middleware holding its session closes that connection.
 
@@ -34,7 +36,19 @@ CREATE TABLE courier_instances (
     address      text        NOT NULL,
     ttl_seconds  double precision NOT NULL CHECK (ttl_seconds > 0),
     started_at   timestamptz NOT NULL DEFAULT now(),
-    heartbeat_at timestamptz NOT NULL DEFAULT now()
+    heartbeat_at timestamptz NOT NULL DEFAULT now(),
+    -- Whether the instance watches the queues it waits on (migration 0034): while
+    -- one that does not is registered, every statement storing messages notifies.
+    watches_queues boolean   NOT NULL DEFAULT false
+);
+
+CREATE INDEX courier_instances_not_watching ON courier_instances (id) WHERE NOT watches_queues;
+
+-- The queues a middleware waits on (migration 0034): until "until", statements that
+-- store messages in one notify (see courier_watch_queue_v1).
+CREATE TABLE courier_queue_watches (
+    queue_id bigint      PRIMARY KEY,
+    until    timestamptz NOT NULL
 );
 
 CREATE TABLE courier_clients (
@@ -348,6 +362,66 @@ BEGIN
     RETURNING courier_instances.id, courier_instances.address,
               courier_instances.started_at, courier_instances.heartbeat_at
     INTO id, address, started_at, heartbeat_at;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- courier_register_instance_v1 for a middleware that watches the queues it waits on.
+CREATE FUNCTION courier_register_instance_v2(
+    p_address text, p_ttl_seconds double precision,
+    OUT id bigint, OUT address text, OUT started_at timestamptz, OUT heartbeat_at timestamptz,
+    OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_started timestamptz := clock_timestamp();
+BEGIN
+    IF p_ttl_seconds IS NULL OR p_ttl_seconds <= 0 THEN
+        PERFORM courier_fail_v1(10, 'instance ttl must be positive');
+    END IF;
+    INSERT INTO courier_instances (address, ttl_seconds, watches_queues)
+    VALUES (p_address, p_ttl_seconds, true)
+    RETURNING courier_instances.id, courier_instances.address,
+              courier_instances.started_at, courier_instances.heartbeat_at
+    INTO id, address, started_at, heartbeat_at;
+    exec_ns := courier_elapsed_ns_v1(v_started);
+END;
+$$;
+
+-- Statements that store messages in p_queue_id notify for p_seconds more at least.
+-- A watch that is new (or would end within ten seconds) first waits for every
+-- statement storing messages in the queue now to commit: each holds the queue's row
+-- FOR KEY SHARE (its foreign key check) until it commits, and FOR UPDATE waits for
+-- them. A read that follows this call therefore sees their messages, and every
+-- statement after it sees the watch; no message falls between the two. A watch that
+-- has longer to run is only extended: every statement already sees it. A queue that
+-- does not exist gets no watch (the read after the call says so).
+CREATE FUNCTION courier_watch_queue_v1(
+    p_queue_id bigint, p_seconds double precision, OUT exec_ns bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_started timestamptz := clock_timestamp();
+    v_until timestamptz;
+BEGIN
+    IF p_seconds IS NULL OR p_seconds <= 10 OR p_seconds > 3600 THEN
+        PERFORM courier_fail_v1(10, 'a watch lasts more than 10 s and at most an hour');
+    END IF;
+    SELECT w.until INTO v_until FROM courier_queue_watches w WHERE w.queue_id = p_queue_id;
+    IF v_until IS NULL OR v_until < clock_timestamp() + interval '10 seconds' THEN
+        PERFORM FROM courier_queues q WHERE q.id = p_queue_id FOR UPDATE;
+        IF NOT FOUND THEN
+            exec_ns := courier_elapsed_ns_v1(v_started);
+            RETURN;
+        END IF;
+    END IF;
+    INSERT INTO courier_queue_watches AS w (queue_id, until)
+    VALUES (p_queue_id, clock_timestamp() + make_interval(secs => p_seconds))
+    ON CONFLICT (queue_id) DO UPDATE SET until = greatest(w.until, excluded.until);
+    -- Watches of deleted queues, and of queues nobody waits on any more, end here
+    -- (those another watch is renewing are left to it).
+    DELETE FROM courier_queue_watches w WHERE w.queue_id IN (
+        SELECT o.queue_id FROM courier_queue_watches o
+        WHERE o.until < clock_timestamp() - interval '1 hour' FOR UPDATE SKIP LOCKED);
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
@@ -1617,10 +1691,28 @@ BEGIN
 END;
 $$;
 
+-- courier_notify_messages_v3 for the watched queues only, or for every queue while a
+-- middleware that does not watch is registered.
+CREATE FUNCTION courier_notify_messages_v4()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('courier_messages',
+                      s.queue_id::text || ':' || coalesce(s.receiver_id::text, '') || ':'
+                      || s.stored::text)
+    FROM (SELECT n.queue_id, n.receiver_id, count(*) AS stored
+          FROM stored_messages n GROUP BY n.queue_id, n.receiver_id) s
+    WHERE EXISTS (SELECT FROM courier_queue_watches w
+                  WHERE w.queue_id = s.queue_id AND w.until > now())
+       OR EXISTS (SELECT FROM courier_instances i WHERE NOT i.watches_queues);
+    RETURN NULL;
+END;
+$$;
+
 CREATE TRIGGER courier_messages_notify
     AFTER INSERT ON courier_messages
     REFERENCING NEW TABLE AS stored_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_notify_messages_v3();
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_notify_messages_v4();
 
 -- == Console (migration 0002) ========================================================
 
