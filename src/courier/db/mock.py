@@ -194,8 +194,8 @@ class MockBackend:
 
     async def watch_queue(
         self, queue_id: int, seconds: float, *, timing: repository.Timing | None = None
-    ) -> None:
-        return None
+    ) -> bool:
+        return True
 
     async def queues_for_me(
         self, reader_id: int, *, timing: repository.Timing | None = None

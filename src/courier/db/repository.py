@@ -26,6 +26,9 @@ from courier.db import _translate, jsonb, nodes, pools, topic_rows, transactions
 from courier.protocol import constants as wire_limits
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
+WATCH_WAIT_MS = 200
+"""How long a new watch may wait for the sends in flight to its queue (``watch_queue``);
+below PostgreSQL's deadlock_timeout, so a watch gives up before a send is aborted."""
 DEFAULT_LIMITS = config.Limits()
 DEFAULT_POOL = config.PoolSettings()
 MESSAGE_COUNT_CAP = 10_000
@@ -282,12 +285,22 @@ class Repository:
         return models.Instance(row["id"], row["address"], row["started_at"], row["heartbeat_at"])
 
     async def watch_queue(
-        self, queue_id: int, seconds: float, *, timing: Timing | None = None
-    ) -> None:
+        self,
+        queue_id: int,
+        seconds: float,
+        *,
+        wait_ms: int = WATCH_WAIT_MS,
+        timing: Timing | None = None,
+    ) -> bool:
         """From now on, and for ``seconds`` at least, what is stored in the queue is
         announced on the notification channel; a read after this call sees whatever
-        was stored before it (migration 0034). Nothing for a queue that does not exist."""
-        await self._call("courier_watch_queue_v1($1, $2)", queue_id, seconds, timing=timing)
+        was stored before it (migration 0034). False if the watch could not be made
+        within ``wait_ms`` (sends to the queue kept it waiting); True, and nothing
+        done, for a queue that does not exist."""
+        row = await self._call(
+            "courier_watch_queue_v1($1, $2, $3)", queue_id, seconds, wait_ms, timing=timing
+        )
+        return bool(row["watched"])
 
     async def heartbeat(self, instance_id: int, *, timing: Timing | None = None) -> None:
         """InternalError if the instance is not registered (it expired: register again)."""

@@ -429,8 +429,10 @@ class RoutedBackend:
 
     async def watch_queue(
         self, queue_id: int, seconds: float, *, timing: Timing | None = None
-    ) -> None:
-        await self._for(queue_id).watch_queue(queue_id, seconds, timing=timing)
+    ) -> bool:
+        return await self._for(queue_id).watch_queue(  # type: ignore[no-any-return]
+            queue_id, seconds, timing=timing
+        )
 
     async def send_many(
         self,

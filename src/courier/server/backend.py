@@ -123,9 +123,11 @@ class Backend(Protocol):
 
     async def watch_queue(
         self, queue_id: int, seconds: float, *, timing: Timing | None = None
-    ) -> None:
+    ) -> bool:
         """Have what is stored in the queue announced for ``seconds`` at least, from
-        before this returns (a waiter calls it before its last try)."""
+        before this returns (a waiter calls it before its last try); False if that
+        could not be done in time."""
+        ...
 
     async def send_many(
         self,

@@ -20,10 +20,12 @@ the LISTEN connection drops and comes back, every waiter re-checks.
 
 The database announces only what is stored in the queues a middleware watches
 (migration 0034): announcing every statement made the commits of all middleware
-take turns. So a waiter's last try before it sleeps comes after its queue's watch
-is in place (``watch_queues``); a watch lasts WATCH_SECONDS, is renewed by the first
-waiter that needs it after WATCH_RENEW_AFTER, and no wait sleeps past the watch it
-began under: it wakes, renews it and tries again.
+take turns. A wait's first try needs no watch; after a miss, the try it sleeps on
+comes after its queue's watch is in place (``watch_queues``). A watch lasts
+WATCH_SECONDS and serves every wait on its queue until WATCH_RENEW_AFTER; no wait
+sleeps past it, but wakes, renews it and tries again. While no watch can be made
+(sends kept it waiting too long, or the call failed), a wait polls every
+POLL_SECONDS instead.
 """
 
 from __future__ import annotations
@@ -31,12 +33,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from courier import errors
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -45,11 +50,15 @@ WATCH_SECONDS = 60.0
 WATCH_RENEW_AFTER = 45.0
 """Seconds after a watch began that waiters renew it: the database renews a watch
 with ten seconds or more to run without waiting for anything."""
+POLL_SECONDS = 0.2
+"""How long a wait sleeps, when its queue's watch could not be made, before it tries
+again."""
 MAX_REMEMBERED_WATCHES = 4096
-"""Watches remembered beyond this are forgotten once they have run out."""
+"""Beyond this many, the watches that ran out are forgotten."""
 
-Watch = Callable[[int, float], Awaitable[None]]
-"""Watch queue ``id`` for ``seconds``: ``Backend.watch_queue``."""
+Watch = Callable[[int, float], Awaitable[bool]]
+"""Watch queue ``id`` for ``seconds``; False if that could not be done in time
+(``Backend.watch_queue``)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -77,7 +86,9 @@ class Waiters:
         self._stopping = False
         self._watch: Watch | None = None
         self._watched: dict[int, float] = {}  # queue -> loop time its watch needs renewing
-        self._watching: dict[int, asyncio.Future[None]] = {}  # watches being made
+        self._watching: dict[int, asyncio.Task[float]] = {}  # watches being made
+        self._forgettings = 0  # times every watch was forgotten (wake_all)
+        self._remember_at_most = MAX_REMEMBERED_WATCHES
 
     def watch_queues(self, watch: Watch) -> None:
         """Watch every queue before the last try of a wait on it. Without it (the mock
@@ -148,6 +159,7 @@ class Waiters:
         """Every waiter re-checks: notifications may have been missed. The watches are
         made again too (the database may have lost them, or a queue changed node)."""
         self._watched.clear()
+        self._forgettings += 1
         for queue_id in list(self._by_queue):
             self.notify(queue_id, None)
 
@@ -174,15 +186,19 @@ class Waiters:
             waiter = self.subscribe(queue_id, reader_id)
             leaving = True
             try:
+                covered_until = self._covered_until(queue_id)
                 try:
-                    watched_until = await self._watched_until(queue_id)
                     return await attempt()
                 except BaseException as exc:
                     self.hand_on(answering)  # what woke us was not for us
                     remaining = deadline - loop.time()
                     if not isinstance(exc, errors.NoMessage) or remaining <= 0 or self._stopping:
                         raise
-                await _wait_event(waiter.woken, min(remaining, watched_until - loop.time()))
+                if covered_until > loop.time():
+                    await _wait_event(waiter.woken, min(remaining, covered_until - loop.time()))
+                elif await self._watched_until(queue_id) <= loop.time():
+                    await _wait_event(waiter.woken, min(remaining, POLL_SECONDS))
+                # else the miss came before the watch began: try again at once
                 leaving = False
             finally:
                 self.unsubscribe(waiter)
@@ -190,36 +206,50 @@ class Waiters:
                     self.hand_on(waiter)  # woken meanwhile, and gone without trying for it
             answering = waiter if waiter.woken.is_set() else None
 
-    async def _watched_until(self, queue_id: int) -> float:
-        """The loop time until which the queue's watch holds, watching it first if it
-        needs it; concurrent waiters of one queue share one call."""
+    def _covered_until(self, queue_id: int) -> float:
+        """The loop time until which what is stored in the queue is announced: 0.0
+        when its watch needs making or renewing (infinity without watches)."""
         if self._watch is None:
             return math.inf
-        loop = asyncio.get_running_loop()
         until = self._watched.get(queue_id, 0.0)
-        if loop.time() < until:
-            return until
+        return until if asyncio.get_running_loop().time() < until else 0.0
+
+    async def _watched_until(self, queue_id: int) -> float:
+        """Watch the queue (concurrent waits of one queue share one call); the loop time
+        until which the watch serves, 0.0 if it could not be made."""
+        assert self._watch is not None
         making = self._watching.get(queue_id)
         if making is None:
-            making = loop.create_task(self._make_watch(queue_id, self._watch))
+            making = asyncio.get_running_loop().create_task(self._make_watch(queue_id, self._watch))
             making.add_done_callback(_seen)  # its waiters may all have left
             self._watching[queue_id] = making
-        await asyncio.shield(making)
-        return self._watched[queue_id]
+        return await asyncio.shield(making)
 
-    async def _make_watch(self, queue_id: int, watch: Watch) -> None:
+    async def _make_watch(self, queue_id: int, watch: Watch) -> float:
         loop = asyncio.get_running_loop()
-        began = loop.time()
+        began, forgettings = loop.time(), self._forgettings
         try:
-            await watch(queue_id, WATCH_SECONDS)
-            if len(self._watched) >= MAX_REMEMBERED_WATCHES:
-                self._watched = {q: t for q, t in self._watched.items() if t > began}
-            self._watched[queue_id] = began + WATCH_RENEW_AFTER
+            watched = await watch(queue_id, WATCH_SECONDS)
+        except errors.CourierError as exc:  # the tries will tell the client, if it matters
+            log.debug("cannot watch queue %d: %s", queue_id, exc)
+            watched = False
         finally:
             del self._watching[queue_id]
+        if not watched:
+            return 0.0
+        until = began + WATCH_RENEW_AFTER
+        if forgettings == self._forgettings:  # not made before everything was forgotten
+            self._remember(queue_id, until, loop.time())
+        return until
+
+    def _remember(self, queue_id: int, until: float, now: float) -> None:
+        if len(self._watched) >= self._remember_at_most:
+            self._watched = {q: t for q, t in self._watched.items() if t > now}
+            self._remember_at_most = max(MAX_REMEMBERED_WATCHES, 2 * len(self._watched))
+        self._watched[queue_id] = until
 
 
-def _seen(task: asyncio.Task[None]) -> None:
+def _seen(task: asyncio.Task[float]) -> None:
     if not task.cancelled():
         task.exception()
 

@@ -122,22 +122,55 @@ async def test_a_new_watch_waits_for_sends_in_flight_so_none_falls_between(
     dsn: str, repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
     reader: models.ClientInfo, queue: models.Queue,
 ) -> None:  # fmt: skip
-    # A send that checked for watches before the watch began, and commits after it,
+    # A send that looked for watches before the watch began, and commits after it,
     # notifies nobody: the read after the watch must see its message instead.
     sender = await asyncpg.connect(dsn)
     try:
         in_flight = sender.transaction()
         await in_flight.start()
         await sender.execute(STORE_ONE, queue.id, writer.id, b"late")
-        watching = asyncio.ensure_future(repo.watch_queue(queue.id, WATCH_S))
+        watching = asyncio.ensure_future(repo.watch_queue(queue.id, WATCH_S, wait_ms=30_000))
         await until_a_backend_waits_for_a_lock(pool)
         assert not watching.done()
         await in_flight.commit()
-        await asyncio.wait_for(watching, 5)
+        assert await asyncio.wait_for(watching, 5) is True
     finally:
         await sender.close()
     message = await repo.read(reader.id, queue_id=queue.id, pop=True)
     assert message.body == b"late"
+
+
+async def test_a_watch_kept_waiting_too_long_gives_up_and_makes_none(
+    dsn: str, repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    sender = await asyncpg.connect(dsn)
+    try:
+        async with sender.transaction():
+            await sender.execute(STORE_ONE, queue.id, writer.id, b"slow")
+            assert await repo.watch_queue(queue.id, WATCH_S, wait_ms=50) is False
+    finally:
+        await sender.close()
+    assert await pool.fetchval("SELECT count(*) FROM courier_queue_watches") == 0
+
+
+async def test_a_send_after_a_new_watch_began_waits_for_it(
+    dsn: str, repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
+    queue: models.Queue,
+) -> None:  # fmt: skip
+    # What courier_watch_queue_v1 holds while it makes a new watch.
+    watcher = await asyncpg.connect(dsn)
+    try:
+        making = watcher.transaction()
+        await making.start()
+        await watcher.execute("SELECT pg_advisory_xact_lock(1131377779, $1::integer)", queue.id)
+        sending = asyncio.ensure_future(repo.send(writer.id, [queue.id], b"held back"))
+        await until_a_backend_waits_for_a_lock(pool)
+        assert not sending.done()
+        await making.commit()
+        await asyncio.wait_for(sending, 5)
+    finally:
+        await watcher.close()
 
 
 async def test_a_watch_with_long_to_run_is_renewed_without_waiting(
@@ -150,7 +183,8 @@ async def test_a_watch_with_long_to_run_is_renewed_without_waiting(
     try:
         async with sender.transaction():
             await sender.execute(STORE_ONE, queue.id, writer.id, b"x")
-            await asyncio.wait_for(repo.watch_queue(queue.id, 2 * WATCH_S), 5)
+            # The send holds the queue's watch lock; an extension does not wait for it.
+            assert await repo.watch_queue(queue.id, 2 * WATCH_S, wait_ms=60_000) is True
     finally:
         await sender.close()
     assert await pool.fetchval("SELECT until FROM courier_queue_watches") > before
@@ -159,8 +193,20 @@ async def test_a_watch_with_long_to_run_is_renewed_without_waiting(
 async def test_watches_of_missing_queues_and_bad_lengths(
     repo: repository.Repository, pool: asyncpg.Pool
 ) -> None:
-    await repo.watch_queue(987_654, WATCH_S)
+    assert await repo.watch_queue(987_654, WATCH_S) is True
     assert await pool.fetchval("SELECT count(*) FROM courier_queue_watches") == 0
-    for seconds in (0.0, 10.0, 3601.0):
+    for seconds, wait_ms in ((0.0, 200), (10.0, 200), (3601.0, 200), (60.0, 0), (60.0, 60_001)):
         with pytest.raises(errors.BadRequest):
-            await repo.watch_queue(987_654, seconds)
+            await repo.watch_queue(987_654, seconds, wait_ms=wait_ms)
+
+
+async def test_watches_that_ran_out_long_ago_are_dropped(
+    repo: repository.Repository, pool: asyncpg.Pool, queue: models.Queue
+) -> None:
+    await pool.execute(
+        "INSERT INTO courier_queue_watches SELECT g, now() - interval '2 hours'"
+        " FROM generate_series(1000001, 1000020) g"
+    )
+    await repo.watch_queue(queue.id, WATCH_S)
+    # A few at a time: a watch's call stays short however many there are.
+    assert await pool.fetchval("SELECT count(*) FROM courier_queue_watches") == 1 + 20 - 16

@@ -188,37 +188,49 @@ async def test_a_wake_up_whose_message_another_took_reaches_a_later_waiter() -> 
 
 
 class Watches:
-    """A stand-in for ``Backend.watch_queue``: notes each watch, or fails."""
+    """A stand-in for ``Backend.watch_queue``: notes each watch; answers ``made``, or
+    fails with ``failure``."""
 
-    def __init__(self, failure: Exception | None = None) -> None:
+    def __init__(self) -> None:
         self.calls: list[tuple[int, float]] = []
-        self.failure = failure
+        self.made = True
+        self.failure: Exception | None = None
         self.release = asyncio.Event()
         self.release.set()
 
-    async def watch(self, queue_id: int, seconds: float) -> None:
+    async def watch(self, queue_id: int, seconds: float) -> bool:
         self.calls.append((queue_id, seconds))
         await self.release.wait()
         if self.failure is not None:
             raise self.failure
+        return self.made
 
 
-async def test_a_wait_watches_its_queue_before_its_try_once_for_all_waiters() -> None:
+async def test_a_wait_tries_before_it_watches_and_sleeps_on_a_try_after_the_watch() -> None:
     table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
     table.watch_queues(watches.watch)
     watches.release.clear()
     waiting = [asyncio.create_task(table.wait_for(7, n, inbox.pop, timeout=10)) for n in (1, 2)]
     await asyncio.sleep(0.01)
-    assert (watches.calls, inbox.attempts) == ([(7, waiters.WATCH_SECONDS)], 0)
+    # Both missed, and wait for the one watch of their queue before trying again.
+    assert (watches.calls, inbox.attempts) == ([(7, waiters.WATCH_SECONDS)], 2)
     watches.release.set()
     await asyncio.sleep(0.01)
-    assert inbox.attempts == 2  # each tried once the watch was in place
+    assert inbox.attempts == 4
     third = asyncio.create_task(table.wait_for(7, 3, inbox.pop, timeout=10))
     await asyncio.sleep(0.01)
-    assert len(watches.calls) == 1 and inbox.attempts == 3  # the watch still holds
+    assert len(watches.calls) == 1 and inbox.attempts == 5  # the watch still serves
     inbox.items += ["a", "b", "c"]
     table.notify_payload("7::3")
     assert sorted(await asyncio.gather(*waiting, third)) == ["a", "b", "c"]
+
+
+async def test_a_wait_that_finds_a_message_at_once_makes_no_watch() -> None:
+    table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
+    table.watch_queues(watches.watch)
+    inbox.items.append("ready")
+    assert await table.wait_for(7, 1, inbox.pop, timeout=10) == "ready"
+    assert watches.calls == []
 
 
 async def test_a_wait_never_sleeps_past_its_watch(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,24 +239,35 @@ async def test_a_wait_never_sleeps_past_its_watch(monkeypatch: pytest.MonkeyPatc
     table.watch_queues(watches.watch)
     waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
     await asyncio.sleep(0.3)
-    # No notification came: the wait renewed its watch and tried again each time.
-    assert len(watches.calls) >= 3 and inbox.attempts == len(watches.calls)
+    # No notification came: each time the watch ran out, the wait woke, tried,
+    # watched again and tried once more.
+    assert len(watches.calls) >= 3 and abs(inbox.attempts - 2 * len(watches.calls)) <= 1
     inbox.items.append("late")
     table.notify_payload("7:")
     assert await asyncio.wait_for(waiting, 1) == "late"
 
 
-async def test_a_watch_that_fails_fails_the_wait_and_is_tried_again() -> None:
-    table, inbox = waiters.Waiters(), Inbox()
-    watches = Watches(errors.Unavailable("the database is out of reach"))
+@pytest.mark.parametrize("failure", [None, errors.Unavailable("the database is out of reach")])
+async def test_without_a_watch_a_wait_polls_until_one_can_be_made(
+    failure: Exception | None,
+) -> None:
+    table, inbox, watches = waiters.Waiters(), Inbox(), Watches()
+    watches.made, watches.failure = False, failure
     table.watch_queues(watches.watch)
-    with pytest.raises(errors.Unavailable):
-        await table.wait_for(7, 1, inbox.pop, timeout=10)
-    assert inbox.attempts == 0 and len(table) == 0
-    watches.failure = None
-    inbox.items.append("now")
-    assert await table.wait_for(7, 1, inbox.pop, timeout=10) == "now"
-    assert len(watches.calls) == 2
+    waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
+    await asyncio.sleep(2.5 * waiters.POLL_SECONDS)
+    assert inbox.attempts >= 3 and len(watches.calls) == inbox.attempts  # no notification
+    inbox.items.append("found by polling")
+    assert await asyncio.wait_for(waiting, 2 * waiters.POLL_SECONDS) == "found by polling"
+    watches.made, watches.failure = True, None
+    waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
+    await asyncio.sleep(2.5 * waiters.POLL_SECONDS)
+    polled = inbox.attempts
+    await asyncio.sleep(2.5 * waiters.POLL_SECONDS)
+    assert inbox.attempts == polled  # watched now: it sleeps until a notification
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
 
 
 async def test_waking_everyone_makes_the_watches_again() -> None:
@@ -252,9 +275,10 @@ async def test_waking_everyone_makes_the_watches_again() -> None:
     table.watch_queues(watches.watch)
     waiting = asyncio.create_task(table.wait_for(7, 1, inbox.pop, timeout=10))
     await asyncio.sleep(0.01)
+    assert (len(watches.calls), inbox.attempts) == (1, 2)
     table.wake_all()  # the LISTEN link came back: the database may have lost them
     await asyncio.sleep(0.01)
-    assert [queue for queue, _ in watches.calls] == [7, 7] and inbox.attempts == 2
+    assert [queue for queue, _ in watches.calls] == [7, 7] and inbox.attempts == 4
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting

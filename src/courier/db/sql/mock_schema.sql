@@ -82,8 +82,9 @@ LANGUAGE sql AS $$
 $$;
 
 CREATE FUNCTION courier_watch_queue_v1(
-    p_queue_id bigint, p_seconds double precision, OUT exec_ns bigint)
-LANGUAGE sql AS $$ SELECT 0::bigint $$;
+    p_queue_id bigint, p_seconds double precision, p_wait_ms integer,
+    OUT watched boolean, OUT exec_ns bigint)
+LANGUAGE sql AS $$ SELECT true, 0::bigint $$;
 
 CREATE FUNCTION courier_heartbeat_v1(p_instance_id bigint, OUT exec_ns bigint)
 LANGUAGE sql AS $$ SELECT 0::bigint $$;

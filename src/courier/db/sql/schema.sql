@@ -51,6 +51,8 @@ CREATE TABLE courier_queue_watches (
     until    timestamptz NOT NULL
 );
 
+CREATE INDEX courier_queue_watches_until ON courier_queue_watches (until);
+
 CREATE TABLE courier_clients (
     id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     name                text        NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 255),
@@ -388,28 +390,45 @@ BEGIN
 END;
 $$;
 
--- Statements that store messages in p_queue_id notify for p_seconds more at least.
--- A watch that is new (or would end within ten seconds) first waits for every
--- statement storing messages in the queue now to commit: each holds the queue's row
--- FOR KEY SHARE (its foreign key check) until it commits, and FOR UPDATE waits for
--- them. A read that follows this call therefore sees their messages, and every
--- statement after it sees the watch; no message falls between the two. A watch that
--- has longer to run is only extended: every statement already sees it. A queue that
--- does not exist gets no watch (the read after the call says so).
+-- Statements that store messages in p_queue_id notify for p_seconds more at least;
+-- watched is false when the watch could not be made within p_wait_ms (the caller
+-- then polls). Every such statement holds the queue's watch lock (advisory, class
+-- 1131377779, shared) from before it looks for watches until it commits. A new watch
+-- (or one that would end within ten seconds) takes that lock exclusively, which waits
+-- for those statements to commit and holds back the ones after it: a read that
+-- follows this call sees the messages of the first, and the others see the watch, so
+-- no message falls between the two. (The lock manager queues the shared requests
+-- behind a waiting exclusive one, so a busy queue cannot starve a watch; waiting at
+-- most p_wait_ms (below a second), a watch also never stays in a cycle of waits long
+-- enough for a send to be taken for a deadlock.) A watch with longer to run is only extended: every
+-- statement already sees it. A queue that does not exist gets no watch (the read
+-- after the call says so).
 CREATE FUNCTION courier_watch_queue_v1(
-    p_queue_id bigint, p_seconds double precision, OUT exec_ns bigint)
+    p_queue_id bigint, p_seconds double precision, p_wait_ms integer,
+    OUT watched boolean, OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
+    v_lock_timeout text := current_setting('lock_timeout');
     v_until timestamptz;
 BEGIN
     IF p_seconds IS NULL OR p_seconds <= 10 OR p_seconds > 3600 THEN
         PERFORM courier_fail_v1(10, 'a watch lasts more than 10 s and at most an hour');
     END IF;
+    IF p_wait_ms IS NULL OR p_wait_ms < 1 OR p_wait_ms > 60000 THEN
+        PERFORM courier_fail_v1(10, 'a watch waits from 1 ms to a minute');
+    END IF;
+    watched := true;
     SELECT w.until INTO v_until FROM courier_queue_watches w WHERE w.queue_id = p_queue_id;
     IF v_until IS NULL OR v_until < clock_timestamp() + interval '10 seconds' THEN
-        PERFORM FROM courier_queues q WHERE q.id = p_queue_id FOR UPDATE;
-        IF NOT FOUND THEN
+        PERFORM set_config('lock_timeout', p_wait_ms || 'ms', true);
+        BEGIN
+            PERFORM pg_advisory_xact_lock(1131377779, (p_queue_id % 2147483648)::integer);
+        EXCEPTION WHEN lock_not_available THEN
+            watched := false;
+        END;
+        PERFORM set_config('lock_timeout', v_lock_timeout, true);
+        IF NOT watched OR NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = p_queue_id) THEN
             exec_ns := courier_elapsed_ns_v1(v_started);
             RETURN;
         END IF;
@@ -417,11 +436,12 @@ BEGIN
     INSERT INTO courier_queue_watches AS w (queue_id, until)
     VALUES (p_queue_id, clock_timestamp() + make_interval(secs => p_seconds))
     ON CONFLICT (queue_id) DO UPDATE SET until = greatest(w.until, excluded.until);
-    -- Watches of deleted queues, and of queues nobody waits on any more, end here
-    -- (those another watch is renewing are left to it).
+    -- Watches of deleted queues, and of queues nobody waits on any more, end here, a
+    -- few at a time (those another watch is renewing are left to it).
     DELETE FROM courier_queue_watches w WHERE w.queue_id IN (
         SELECT o.queue_id FROM courier_queue_watches o
-        WHERE o.until < clock_timestamp() - interval '1 hour' FOR UPDATE SKIP LOCKED);
+        WHERE o.until < clock_timestamp() - interval '1 hour'
+        ORDER BY o.until LIMIT 16 FOR UPDATE SKIP LOCKED);
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
@@ -1692,11 +1712,15 @@ END;
 $$;
 
 -- courier_notify_messages_v3 for the watched queues only, or for every queue while a
--- middleware that does not watch is registered.
+-- middleware that does not watch is registered. The watch locks are taken, in queue
+-- order, by one statement and the watches read by the next, whose snapshot is newer
+-- than every lock (see courier_watch_queue_v1).
 CREATE FUNCTION courier_notify_messages_v4()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    PERFORM pg_advisory_xact_lock_shared(1131377779, (q.queue_id % 2147483648)::integer)
+    FROM (SELECT DISTINCT n.queue_id FROM stored_messages n ORDER BY 1) q;
     PERFORM pg_notify('courier_messages',
                       s.queue_id::text || ':' || coalesce(s.receiver_id::text, '') || ':'
                       || s.stored::text)
