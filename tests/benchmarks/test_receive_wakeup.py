@@ -58,5 +58,5 @@ async def measure(address_a: str, address_b: str) -> list[float]:
             await writer.send("wakeup", str(n))
             message = await waiting
             latencies.append(time.perf_counter() - started)
-            assert message is not None and message.body == str(n)
+            assert message is not None and message.body == str(n).encode()
     return latencies
