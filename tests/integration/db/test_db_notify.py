@@ -5,6 +5,8 @@ watches (or every queue while a middleware that does not watch is registered).""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
 import pytest
@@ -17,6 +19,31 @@ CHANNEL = "courier_messages"
 WATCH_S = 60.0
 STORE_ONE = """
 INSERT INTO courier_messages (queue_id, sender_id, priority, body) VALUES ($1, $2, 5, $3)"""
+
+
+@contextlib.asynccontextmanager
+async def open_transaction(
+    dsn: str, statement: str, *args: object
+) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A transaction on a connection of its own that has run ``statement`` and not yet
+    committed; yields its commit, and commits at the end if the body did not."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        transaction = connection.transaction()
+        await transaction.start()
+        await connection.execute(statement, *args)
+        committed = False
+
+        async def commit() -> None:
+            nonlocal committed
+            if not committed:
+                committed = True
+                await transaction.commit()
+
+        yield commit
+        await commit()
+    finally:
+        await connection.close()
 
 
 async def watched(repo: repository.Repository, *names: str) -> list[models.Queue]:
@@ -124,18 +151,12 @@ async def test_a_new_watch_waits_for_sends_in_flight_so_none_falls_between(
 ) -> None:  # fmt: skip
     # A send that looked for watches before the watch began, and commits after it,
     # notifies nobody: the read after the watch must see its message instead.
-    sender = await asyncpg.connect(dsn)
-    try:
-        in_flight = sender.transaction()
-        await in_flight.start()
-        await sender.execute(STORE_ONE, queue.id, writer.id, b"late")
+    async with open_transaction(dsn, STORE_ONE, queue.id, writer.id, b"late") as commit:
         watching = asyncio.ensure_future(repo.watch_queue(queue.id, WATCH_S, wait_ms=30_000))
         await until_a_backend_waits_for_a_lock(pool)
         assert not watching.done()
-        await in_flight.commit()
+        await commit()
         assert await asyncio.wait_for(watching, 5) is True
-    finally:
-        await sender.close()
     message = await repo.read(reader.id, queue_id=queue.id, pop=True)
     assert message.body == b"late"
 
@@ -144,13 +165,8 @@ async def test_a_watch_kept_waiting_too_long_gives_up_and_makes_none(
     dsn: str, repo: repository.Repository, pool: asyncpg.Pool, writer: models.ClientInfo,
     queue: models.Queue,
 ) -> None:  # fmt: skip
-    sender = await asyncpg.connect(dsn)
-    try:
-        async with sender.transaction():
-            await sender.execute(STORE_ONE, queue.id, writer.id, b"slow")
-            assert await repo.watch_queue(queue.id, WATCH_S, wait_ms=50) is False
-    finally:
-        await sender.close()
+    async with open_transaction(dsn, STORE_ONE, queue.id, writer.id, b"slow"):
+        assert await repo.watch_queue(queue.id, WATCH_S, wait_ms=50) is False
     assert await pool.fetchval("SELECT count(*) FROM courier_queue_watches") == 0
 
 
@@ -159,18 +175,13 @@ async def test_a_send_after_a_new_watch_began_waits_for_it(
     queue: models.Queue,
 ) -> None:  # fmt: skip
     # What courier_watch_queue_v1 holds while it makes a new watch.
-    watcher = await asyncpg.connect(dsn)
-    try:
-        making = watcher.transaction()
-        await making.start()
-        await watcher.execute("SELECT pg_advisory_xact_lock(1131377779, $1::integer)", queue.id)
+    lock = "SELECT pg_advisory_xact_lock(1131377779, $1::integer)"
+    async with open_transaction(dsn, lock, queue.id) as commit:
         sending = asyncio.ensure_future(repo.send(writer.id, [queue.id], b"held back"))
         await until_a_backend_waits_for_a_lock(pool)
         assert not sending.done()
-        await making.commit()
+        await commit()
         await asyncio.wait_for(sending, 5)
-    finally:
-        await watcher.close()
 
 
 async def test_a_watch_with_long_to_run_is_renewed_without_waiting(
@@ -179,14 +190,10 @@ async def test_a_watch_with_long_to_run_is_renewed_without_waiting(
 ) -> None:  # fmt: skip
     await repo.watch_queue(queue.id, WATCH_S)
     before = await pool.fetchval("SELECT until FROM courier_queue_watches")
-    sender = await asyncpg.connect(dsn)
-    try:
-        async with sender.transaction():
-            await sender.execute(STORE_ONE, queue.id, writer.id, b"x")
-            # The send holds the queue's watch lock; an extension does not wait for it.
-            assert await repo.watch_queue(queue.id, 2 * WATCH_S, wait_ms=60_000) is True
-    finally:
-        await sender.close()
+    async with open_transaction(dsn, STORE_ONE, queue.id, writer.id, b"x"):
+        # The send holds the queue's watch lock; an extension does not wait for it.
+        extending = repo.watch_queue(queue.id, 2 * WATCH_S, wait_ms=60_000)
+        assert await asyncio.wait_for(extending, 5) is True
     assert await pool.fetchval("SELECT until FROM courier_queue_watches") > before
 
 

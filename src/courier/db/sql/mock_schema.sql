@@ -77,9 +77,7 @@ CREATE FUNCTION courier_register_instance_v2(
     p_address text, p_ttl_seconds double precision,
     OUT id bigint, OUT address text, OUT started_at timestamptz, OUT heartbeat_at timestamptz,
     OUT exec_ns bigint)
-LANGUAGE sql AS $$
-    SELECT courier_mock_id(p_address), p_address, now(), now(), 0::bigint
-$$;
+LANGUAGE sql AS $$ SELECT * FROM courier_register_instance_v1(p_address, p_ttl_seconds) $$;
 
 CREATE FUNCTION courier_watch_queue_v1(
     p_queue_id bigint, p_seconds double precision, p_wait_ms integer,

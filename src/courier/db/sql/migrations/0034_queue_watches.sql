@@ -29,18 +29,14 @@ CREATE FUNCTION courier_register_instance_v2(
     OUT id bigint, OUT address text, OUT started_at timestamptz, OUT heartbeat_at timestamptz,
     OUT exec_ns bigint)
 LANGUAGE plpgsql AS $$
-#variable_conflict use_column
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
-    IF p_ttl_seconds IS NULL OR p_ttl_seconds <= 0 THEN
-        PERFORM courier_fail_v1(10, 'instance ttl must be positive');
-    END IF;
-    INSERT INTO courier_instances (address, ttl_seconds, watches_queues)
-    VALUES (p_address, p_ttl_seconds, true)
-    RETURNING courier_instances.id, courier_instances.address,
-              courier_instances.started_at, courier_instances.heartbeat_at
-    INTO id, address, started_at, heartbeat_at;
+    SELECT r.id, r.address, r.started_at, r.heartbeat_at
+    INTO id, address, started_at, heartbeat_at
+    FROM courier_register_instance_v1(p_address, p_ttl_seconds) r;
+    UPDATE courier_instances i SET watches_queues = true
+    WHERE i.id = courier_register_instance_v2.id;
     exec_ns := courier_elapsed_ns_v1(v_started);
 END;
 $$;
