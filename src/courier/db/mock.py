@@ -193,7 +193,12 @@ class MockBackend:
         return _message(queue_id, reader_id, receiver=reader_id, context=context)
 
     async def watch_queue(
-        self, queue_id: int, seconds: float, *, timing: repository.Timing | None = None
+        self,
+        queue_id: int,
+        seconds: float,
+        *,
+        wait_ms: int = repository.WATCH_WAIT_MS,
+        timing: repository.Timing | None = None,
     ) -> bool:
         return True
 

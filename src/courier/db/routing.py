@@ -428,10 +428,15 @@ class RoutedBackend:
         )
 
     async def watch_queue(
-        self, queue_id: int, seconds: float, *, timing: Timing | None = None
+        self,
+        queue_id: int,
+        seconds: float,
+        *,
+        wait_ms: int = repository.WATCH_WAIT_MS,
+        timing: Timing | None = None,
     ) -> bool:
         return await self._for(queue_id).watch_queue(  # type: ignore[no-any-return]
-            queue_id, seconds, timing=timing
+            queue_id, seconds, wait_ms=wait_ms, timing=timing
         )
 
     async def send_many(

@@ -122,7 +122,7 @@ class Backend(Protocol):
     ) -> models.Message: ...
 
     async def watch_queue(
-        self, queue_id: int, seconds: float, *, timing: Timing | None = None
+        self, queue_id: int, seconds: float, *, wait_ms: int = ..., timing: Timing | None = None
     ) -> bool:
         """Have what is stored in the queue announced for ``seconds`` at least, from
         before this returns (a waiter calls it before its last try); False if that
