@@ -30,7 +30,7 @@ async def call_after_the_transport_closed() -> None:
     port = server.sockets[0].getsockname()[1]
     link = await connection.Connection.open((LOOPBACK, port), timeout=5)
     try:
-        link._writer.transport.abort()  # closed; the reader has not run since
+        link._transport.abort()  # closed; the reader has not run since
         assert not link.closed
         with pytest.raises(errors.ConnectionLost, match="the connection was closed"):
             await link.exchange(1, protocol.encode(1, protocol.Ping()), timeout=5)

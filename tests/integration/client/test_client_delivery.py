@@ -117,7 +117,7 @@ async def test_a_dropped_connection_releases_its_leases_at_once(
         # Abort the connection without a goodbye, as a killed process would.
         link = doomed._session._connection
         assert link is not None
-        link._writer.transport.abort()
+        link._transport.abort()
         started = time.monotonic()
         again = await watcher.receive(queue.id, timeout=5, lease=30)
         assert time.monotonic() - started < 2
