@@ -53,12 +53,15 @@ class Arrival:
     size: int
 
 
-class _Replies(asyncio.streams.FlowControlMixin, asyncio.Protocol):
-    """The transport's protocol: each chunk read goes straight to the connection; a
-    write buffer above its high-water mark makes ``drain`` wait."""
+class _Replies(asyncio.Protocol):
+    """The transport's protocol: each chunk read goes straight to the connection, and
+    ``drain`` waits while the transport has paused writing (more is buffered for the
+    server than its high-water mark)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(loop=loop)
+        self._loop = loop
+        self._resumed: asyncio.Future[None] | None = None  # while writing is paused
+        self._lost = False
         self.on_data: Callable[[bytes], None] = lambda data: None
         self.on_lost: Callable[[Exception | None], None] = lambda exc: None
         self.closed: asyncio.Future[None] = loop.create_future()
@@ -66,16 +69,35 @@ class _Replies(asyncio.streams.FlowControlMixin, asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.on_data(data)
 
+    def pause_writing(self) -> None:
+        self._resumed = self._loop.create_future()
+
+    def resume_writing(self) -> None:
+        self._wake_drains(None)
+
     async def drain(self) -> None:
-        """Wait while the transport holds more for the server than its high-water mark;
-        ConnectionResetError once the connection is lost."""
-        await self._drain_helper()  # type: ignore[attr-defined]  # FlowControlMixin's, untyped
+        """ConnectionResetError once the connection is lost."""
+        if self._lost:
+            raise ConnectionResetError("the connection is lost")
+        if self._resumed is not None:
+            await asyncio.shield(self._resumed)  # shared by every drain waiting
 
     def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)  # wakes the drains waiting
+        self._lost = True
+        self._wake_drains(ConnectionResetError("the connection is lost"))
         self.on_lost(exc)
         if not self.closed.done():
             self.closed.set_result(None)
+
+    def _wake_drains(self, failure: Exception | None) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is None or resumed.done():
+            return
+        if failure is None:
+            resumed.set_result(None)
+        else:
+            resumed.set_exception(failure)
+            resumed.exception()  # seen: the drains waiting, if any, raise it
 
 
 class Connection:
