@@ -11,7 +11,6 @@ or may not have carried it out.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import ssl
@@ -29,7 +28,8 @@ Address = tuple[str, int]
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 """Replies carry whole queue lists, so the client accepts far larger frames than it sends."""
 
-READ_CHUNK_BYTES = 256 * 1024
+CLOSE_WAIT = 5.0
+"""Seconds ``close`` lets the server take the bytes still buffered for it."""
 
 
 def describe(exc: OSError) -> str:
@@ -56,18 +56,44 @@ class Arrival:
 class _Replies(asyncio.Protocol):
     """The transport's protocol: each chunk read goes straight to the connection, and
     ``drain`` waits while the transport has paused writing (more is buffered for the
-    server than its high-water mark)."""
+    server than its high-water mark).
+
+    A transport may read before its connection exists (uvloop does: a server that
+    refuses a client says so at once), so what arrives before ``attach`` is kept and
+    handed over then."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._resumed: asyncio.Future[None] | None = None  # while writing is paused
         self._lost = False
-        self.on_data: Callable[[bytes], None] = lambda data: None
-        self.on_lost: Callable[[Exception | None], None] = lambda exc: None
+        self._early: list[bytes | BaseException | None] = []  # chunks, then the end
+        self._on_data: Callable[[bytes], None] | None = None
+        self._on_end: Callable[[BaseException | None], None] | None = None
         self.closed: asyncio.Future[None] = loop.create_future()
 
+    def attach(
+        self, on_data: Callable[[bytes], None], on_end: Callable[[BaseException | None], None]
+    ) -> None:
+        """From now on, chunks go to ``on_data``; the end of the stream (EOF, None) or
+        of the connection (its error, or None) to ``on_end``."""
+        self._on_data, self._on_end = on_data, on_end
+        early, self._early = self._early, []
+        for item in early:
+            if isinstance(item, bytes):
+                on_data(item)
+            else:
+                on_end(item)
+
     def data_received(self, data: bytes) -> None:
-        self.on_data(data)
+        if self._on_data is None:
+            self._early.append(data)
+        else:
+            self._on_data(data)
+
+    def eof_received(self) -> None:
+        # The server will send nothing more: the calls waiting fail now, not once the
+        # client's own bytes are flushed. The transport then closes.
+        self._end(None)
 
     def pause_writing(self) -> None:
         self._resumed = self._loop.create_future()
@@ -82,12 +108,22 @@ class _Replies(asyncio.Protocol):
         if self._resumed is not None:
             await asyncio.shield(self._resumed)  # shared by every drain waiting
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def fail_drains(self) -> None:
+        """The connection is lost (or given up): no drain waits any more."""
         self._lost = True
         self._wake_drains(ConnectionResetError("the connection is lost"))
-        self.on_lost(exc)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.fail_drains()
+        self._end(exc)
         if not self.closed.done():
             self.closed.set_result(None)
+
+    def _end(self, exc: BaseException | None) -> None:
+        if self._on_end is None:
+            self._early.append(exc)
+        else:
+            self._on_end(exc)
 
     def _wake_drains(self, failure: Exception | None) -> None:
         resumed, self._resumed = self._resumed, None
@@ -119,7 +155,7 @@ class Connection:
         self._last_sent = self._loop.time()
         self._keeping_alive: asyncio.Task[None] | None = None
         self._first_chunk = True
-        replies.on_data, replies.on_lost = self._on_data, self._on_lost
+        replies.attach(self._on_data, self._on_end)
 
     @classmethod
     async def open(
@@ -240,10 +276,18 @@ class Connection:
             self._orphans[request_id] = late_reply
 
     async def close(self) -> None:
+        """Close, letting the server take what was written; a server that takes none of
+        it for CLOSE_WAIT seconds (or a close that is cancelled) drops it."""
         self._lose("the client closed the connection")
         self._transport.close()
-        with contextlib.suppress(OSError, asyncio.CancelledError):
-            await asyncio.shield(self._replies.closed)
+        try:
+            async with asyncio.timeout(CLOSE_WAIT):
+                await asyncio.shield(self._replies.closed)
+        except TimeoutError:
+            self._transport.abort()
+        except asyncio.CancelledError:
+            self._transport.abort()
+            raise
 
     async def _drain(self) -> None:
         try:
@@ -264,7 +308,7 @@ class Connection:
             self._lose(f"the server sent bytes that are not Courier frames ({exc})")
             self._transport.close()
 
-    def _on_lost(self, exc: Exception | None) -> None:
+    def _on_end(self, exc: BaseException | None) -> None:
         reason = "the server closed the connection"
         if isinstance(exc, OSError):
             reason = describe(exc)
@@ -286,7 +330,10 @@ class Connection:
             if future is not None and not future.done():
                 future.set_result(Arrival(reply, decoded, decoded - started, raw.size))
             elif (late_reply := self._orphans.pop(raw.request_id, None)) is not None:
-                late_reply(reply)
+                try:
+                    late_reply(reply)
+                except Exception:  # the caller's callback: it must not break the link
+                    log.exception("handling a late reply to request %d failed", raw.request_id)
             elif isinstance(reply, protocol.ErrorReply) and raw.request_id == 0:
                 # About the connection itself (say, SERVER_FULL): the server hangs up next.
                 # A late answer to a request nobody waits for any more is dropped: it
@@ -305,6 +352,7 @@ class Connection:
         if self._keeping_alive is not None:
             self._keeping_alive.cancel()
         self._watchdog.cancel()
+        self._replies.fail_drains()
         if self._pending:
             log.debug("%s lost (%s): failing %d calls", self.label, reason, len(self._pending))
         for future in self._pending.values():
