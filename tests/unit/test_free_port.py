@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,12 +13,22 @@ import pytest
 from courier.server import launcher
 
 
+@pytest.fixture
+def ephemeral_range(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    """Make the kernel's ephemeral port range read as the given file text."""
+
+    def set_range(text: str) -> None:
+        ephemeral = tmp_path / "ip_local_port_range"
+        ephemeral.write_text(text)
+        monkeypatch.setattr(launcher, "EPHEMERAL_RANGE", ephemeral)
+
+    return set_range
+
+
 def test_ports_lie_below_the_ephemeral_range_and_are_never_handed_out_twice(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ephemeral_range: Callable[[str], None],
 ) -> None:
-    ephemeral = tmp_path / "ip_local_port_range"
-    ephemeral.write_text("40000\t60999\n")
-    monkeypatch.setattr(launcher, "EPHEMERAL_RANGE", ephemeral)
+    ephemeral_range("40000\t60999\n")
     ports = [launcher.free_port() for _ in range(200)]
     assert all(launcher.LOWEST_PORT <= port < 40_000 for port in ports)
     assert len(set(ports)) == len(ports)
@@ -26,11 +37,9 @@ def test_ports_lie_below_the_ephemeral_range_and_are_never_handed_out_twice(
 
 
 def test_a_port_something_listens_on_is_not_handed_out(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ephemeral_range: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ephemeral = tmp_path / "ip_local_port_range"
-    ephemeral.write_text("40000 60999\n")
-    monkeypatch.setattr(launcher, "EPHEMERAL_RANGE", ephemeral)
+    ephemeral_range("40000 60999\n")
     monkeypatch.setattr(launcher, "_handed_out", set())
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))

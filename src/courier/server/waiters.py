@@ -157,7 +157,7 @@ class Waiters:
 
     def wake_all(self) -> None:
         """Every waiter re-checks: notifications may have been missed. The watches are
-        made again too (the database may have lost them, or a queue changed node)."""
+        made again too (the database may have lost them, or the cluster's nodes changed)."""
         self._watched.clear()
         self._forgettings += 1
         for queue_id in list(self._by_queue):

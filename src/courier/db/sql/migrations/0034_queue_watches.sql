@@ -51,8 +51,8 @@ $$;
 -- no message falls between the two. (The lock manager queues the shared requests
 -- behind a waiting exclusive one, so a busy queue cannot starve a watch; waiting at
 -- most p_wait_ms (below a second), a watch also never stays in a cycle of waits long
--- enough for a send to be taken for a deadlock.) A watch with longer to run is only extended: every
--- statement already sees it. A queue that does not exist gets no watch (the read
+-- enough for a send to be taken for a deadlock.) A watch with longer to run is only
+-- extended: every statement already sees it. A queue that does not exist gets no watch (the read
 -- after the call says so).
 CREATE FUNCTION courier_watch_queue_v1(
     p_queue_id bigint, p_seconds double precision, p_wait_ms integer,
