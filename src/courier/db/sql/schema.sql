@@ -585,7 +585,12 @@ $$;
 -- messages remain, held ones included.
 CREATE FUNCTION courier_delete_queue_v1(
     p_queue_id bigint, p_if_empty boolean, OUT exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- Plan once (migration 0035): for statements on the partitioned messages table the
+-- planner judged a custom plan cheaper every time, and planned each delete afresh,
+-- the cascade to the queue's messages included (it runs under these settings).
+SET plan_cache_mode = force_generic_plan
+AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
 BEGIN
@@ -5073,7 +5078,9 @@ RETURNS TABLE (request integer, status smallint, message text, message_ids bigin
                priority smallint, created_at timestamptz, body bytea, deliveries integer,
                delivery_id bigint, dead_from bigint, failure text, properties jsonb,
                names text[], counts bigint[], exec_ns bigint)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan  -- see courier_delete_queue_v1 (migration 0035)
+AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_lock_timeout text := current_setting('lock_timeout');
