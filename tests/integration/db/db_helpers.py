@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import asyncpg
@@ -53,3 +54,28 @@ async def until_a_backend_waits_for_a_lock(pool: asyncpg.Pool) -> None:
     while not await pool.fetchval(query):
         assert time.monotonic() < deadline, "no call waits for the lock"
         await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def open_transaction(
+    dsn: str, statement: str, *args: object
+) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """A transaction on a connection of its own that has run ``statement`` and not yet
+    committed; yields its commit, and commits at the end if the body did not."""
+    connection = await asyncpg.connect(dsn)
+    try:
+        transaction = connection.transaction()
+        await transaction.start()
+        await connection.execute(statement, *args)
+        committed = False
+
+        async def commit() -> None:
+            nonlocal committed
+            if not committed:
+                committed = True
+                await transaction.commit()
+
+        yield commit
+        await commit()
+    finally:
+        await connection.close()

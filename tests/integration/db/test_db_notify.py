@@ -5,12 +5,10 @@ watches (or every queue while a middleware that does not watch is registered).""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
 import pytest
-from db_helpers import until_a_backend_waits_for_a_lock
+from db_helpers import open_transaction, until_a_backend_waits_for_a_lock
 
 from courier import errors, models
 from courier.db import repository
@@ -19,31 +17,6 @@ CHANNEL = "courier_messages"
 WATCH_S = 60.0
 STORE_ONE = """
 INSERT INTO courier_messages (queue_id, sender_id, priority, body) VALUES ($1, $2, 5, $3)"""
-
-
-@contextlib.asynccontextmanager
-async def open_transaction(
-    dsn: str, statement: str, *args: object
-) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """A transaction on a connection of its own that has run ``statement`` and not yet
-    committed; yields its commit, and commits at the end if the body did not."""
-    connection = await asyncpg.connect(dsn)
-    try:
-        transaction = connection.transaction()
-        await transaction.start()
-        await connection.execute(statement, *args)
-        committed = False
-
-        async def commit() -> None:
-            nonlocal committed
-            if not committed:
-                committed = True
-                await transaction.commit()
-
-        yield commit
-        await commit()
-    finally:
-        await connection.close()
 
 
 async def watched(repo: repository.Repository, *names: str) -> list[models.Queue]:

@@ -97,8 +97,11 @@ CREATE TABLE courier_queues (
 -- takes the best message of either kind.
 CREATE TABLE courier_messages (
     id          bigint GENERATED ALWAYS AS IDENTITY,
-    queue_id    bigint      NOT NULL REFERENCES courier_queues (id) ON DELETE CASCADE,
-    sender_id   bigint      NOT NULL REFERENCES courier_clients (id),
+    -- Its queue and its sender exist: courier_messages_stored_v1 checks them once per
+    -- statement, where foreign keys checked them per row (migration 0036), and
+    -- deleting a queue deletes its messages (courier_drop_queue_messages_v1).
+    queue_id    bigint      NOT NULL,
+    sender_id   bigint      NOT NULL,
     -- The one client allowed to read it; NULL means anyone. Need not exist.
     receiver_id bigint      CHECK (receiver_id > 0),
     -- Who may read it as one indexable value: 0 for anyone, else the receiver. A read
@@ -1734,10 +1737,65 @@ BEGIN
 END;
 $$;
 
-CREATE TRIGGER courier_messages_notify
+-- What a foreign key did for each stored message, once per statement (migration
+-- 0036): each distinct queue and sender is looked up by key and locked against
+-- deletion until the statement's transaction ends (FOR KEY SHARE); a missing one
+-- fails the statement (QUEUE_NOT_FOUND, CLIENT_NOT_FOUND). Then the messages are
+-- announced as courier_notify_messages_v4 announced them.
+CREATE FUNCTION courier_messages_stored_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_missing bigint;
+BEGIN
+    SELECT d.queue_id INTO v_missing
+    FROM (SELECT DISTINCT n.queue_id FROM stored_messages n ORDER BY 1) d
+    WHERE NOT EXISTS (SELECT FROM courier_queues q WHERE q.id = d.queue_id FOR KEY SHARE)
+    LIMIT 1;
+    IF FOUND THEN
+        PERFORM courier_fail_v1(1, format('queue %s does not exist', v_missing));
+    END IF;
+    SELECT d.sender_id INTO v_missing
+    FROM (SELECT DISTINCT n.sender_id FROM stored_messages n ORDER BY 1) d
+    WHERE NOT EXISTS (SELECT FROM courier_clients c WHERE c.id = d.sender_id FOR KEY SHARE)
+    LIMIT 1;
+    IF FOUND THEN
+        PERFORM courier_fail_v1(6, format('client %s does not exist', v_missing));
+    END IF;
+    -- Announce the messages (as courier_notify_messages_v4 did, migration 0034).
+    PERFORM pg_advisory_xact_lock_shared(1131377779, (q.queue_id % 2147483648)::integer)
+    FROM (SELECT DISTINCT n.queue_id FROM stored_messages n ORDER BY 1) q;
+    PERFORM pg_notify('courier_messages',
+                      s.queue_id::text || ':' || coalesce(s.receiver_id::text, '') || ':'
+                      || s.stored::text)
+    FROM (SELECT n.queue_id, n.receiver_id, count(*) AS stored
+          FROM stored_messages n GROUP BY n.queue_id, n.receiver_id) s
+    WHERE EXISTS (SELECT FROM courier_queue_watches w
+                  WHERE w.queue_id = s.queue_id AND w.until > now())
+       OR EXISTS (SELECT FROM courier_instances i WHERE NOT i.watches_queues);
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER courier_messages_stored
     AFTER INSERT ON courier_messages
     REFERENCING NEW TABLE AS stored_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_notify_messages_v4();
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_messages_stored_v1();
+
+-- A deleted queue's messages go with it (what ON DELETE CASCADE did; migration 0036).
+CREATE FUNCTION courier_drop_queue_messages_v1()
+RETURNS trigger
+LANGUAGE plpgsql
+SET plan_cache_mode = force_generic_plan  -- see courier_delete_queue_v1 (migration 0035)
+AS $$
+BEGIN
+    DELETE FROM courier_messages m WHERE m.queue_id = OLD.id;
+    RETURN NULL;
+END;
+$$;
+
+CREATE TRIGGER courier_queues_messages
+    AFTER DELETE ON courier_queues
+    FOR EACH ROW EXECUTE FUNCTION courier_drop_queue_messages_v1();
 
 -- == Console (migration 0002) ========================================================
 
