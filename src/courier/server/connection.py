@@ -30,15 +30,15 @@ noticed. The Courier client sends PINGs by itself while it has nothing else to s
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import collections
 import fcntl
 import logging
 import struct
 import termios
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from courier import config, errors, protocol, watchdog
 from courier.protocol import constants, exceptions, frames, names
@@ -47,7 +47,6 @@ from courier.server import admission, backend, handlers, measurement_hook, metri
 
 log = logging.getLogger(__name__)
 
-READ_SIZE = 256 * 1024
 MAX_IN_FLIGHT = 512
 """Requests one connection may have running at once; beyond it, reading pauses."""
 DISPATCH_BURST = 32
@@ -57,6 +56,9 @@ WRITE_HIGH_WATER = 256 * 1024
 """Reply bytes waiting for a peer beyond which reading pauses until it takes them."""
 WRITE_LOW_WATER = 64 * 1024
 """Reading resumes once the waiting replies are down to this."""
+
+A_PLACE = "a place among the MAX_IN_FLIGHT"
+"""What frames wait for while a connection has MAX_IN_FLIGHT requests running."""
 
 WAITING_OPCODES = frozenset({Opcode.RECEIVE, Opcode.RECEIVE_MANY, Opcode.AWAIT_RESPONSE})
 
@@ -75,18 +77,70 @@ class ConnectionSettings:
     metrics: metrics.Metrics | None = None
 
 
+class Link(asyncio.Protocol):
+    """A client connection's transport protocol: each chunk read goes straight to the
+    connection (no stream reader, and no task woken per chunk); ``drain`` waits while
+    the transport has paused writing, ``lost`` is done once the transport is.
+
+    ``opened`` is called as the transport is made, before any chunk arrives; it makes
+    the ``Connection`` (or refuses the peer)."""
+
+    def __init__(self, opened: Callable[[Link, asyncio.Transport], None]) -> None:
+        self._opened = opened
+        self.connection: Connection | None = None
+        self._resumed: asyncio.Future[None] | None = None  # while writing is paused
+        self._gone = False
+        self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport (uvloop's does not derive from asyncio.Transport).
+        self._opened(self, cast(asyncio.Transport, transport))
+
+    def data_received(self, data: bytes) -> None:
+        if self.connection is not None:
+            self.connection.received(data)
+
+    def eof_received(self) -> bool:
+        if self.connection is not None:
+            self.connection.ended()
+        return True  # keep the transport: the replies still running go out first
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._gone = True
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and not resumed.done():
+            resumed.set_result(None)
+        if self.connection is not None:
+            self.connection.ended()
+        if not self.lost.done():
+            self.lost.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._resumed = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None and not resumed.done():
+            resumed.set_result(None)
+
+    async def drain(self) -> None:
+        """Until the transport has taken the replies down to its low-water mark, or
+        is lost."""
+        if not self._gone and self._resumed is not None:
+            await asyncio.shield(self._resumed)  # shared by every drain waiting
+
+
 class Connection:
     def __init__(
         self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
+        link: Link,
+        transport: asyncio.Transport,
         services: handlers.Services,
         settings: ConnectionSettings,
         places: admission.Admission[Connection],
     ) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._transport = writer.transport
+        self._link = link
+        self._transport = transport
         self._transport.set_write_buffer_limits(high=WRITE_HIGH_WATER, low=WRITE_LOW_WATER)
         self._loop = asyncio.get_running_loop()
         self._services = services
@@ -105,28 +159,31 @@ class Connection:
         self._tasks: dict[asyncio.Task[None], Opcode | int] = {}
         self._waiting: dict[int, asyncio.Task[None]] = {}  # RECEIVE/AWAIT_RESPONSE by request id
         self._cancelled: set[asyncio.Task[None]] = set()  # ended by CANCEL: answer them empty
-        self._slot_freed = asyncio.Event()  # a running request ended (see _slot)
         self._context: handlers.Context | None = None  # shared by unrecorded requests
-        self._reading: asyncio.Task[None] | None = None
+        # Frames read and not yet started, with when their chunk arrived (see _pump).
+        self._pending: collections.deque[tuple[frames.RawFrame, int, int]] = collections.deque()
+        self._holding: object = None  # what the frames pending wait for, if anything
+        self._catching_up: asyncio.Task[None] | None = None  # while the peer is behind
+        self._paused = False  # reading is paused (the transport's, not the peer's)
+        self._read_end: asyncio.Future[None] = self._loop.create_future()
         self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
-        self._in_read = False  # the deadlines apply only while waiting for a chunk
-        self._overdue = False  # the watchdog cancelled the read
         self._stopping = False
         self._outbox: list[bytes] = []  # replies to write at the end of this loop turn
         self._written = 0  # bytes handed to the transport, to tell whether the peer reads
-        peer = writer.get_extra_info("peername")
+        peer = transport.get_extra_info("peername")
         self._peer_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        link.connection = self
+        self._watch()
 
     @property
     def peer(self) -> str:
-        peer = self._writer.get_extra_info("peername")
+        peer = self._transport.get_extra_info("peername")
         return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
 
     async def serve(self) -> None:
         """Serve until the peer leaves, the stream breaks, or ``stop`` is called."""
-        self._reading = self._loop.create_task(self._read_loop())
         try:
-            await asyncio.wait({self._reading})
+            await self._read_end
             await self._finish()
         finally:
             self._abandon()
@@ -142,63 +199,103 @@ class Connection:
         """Read no more requests. Graceful: answer those already running; otherwise
         end the waiting ones as if the peer had left."""
         self._stopping = graceful
-        if self._reading is not None:
-            self._reading.cancel()
+        self._end_reading()
 
     # -- reading -----------------------------------------------------------------
-    async def _read_loop(self) -> None:
-        while True:
-            try:
-                data = await self._read()
-            except TimeoutError:
-                self._reject_overdue()
-                return
-            except ConnectionError:
-                return
-            if not data:
-                return
-            self._last_heard = self._loop.time()
-            arrived_ns = time.perf_counter_ns()
-            wall_ns = time.time_ns() if self._recorder is not None else 0
-            try:
-                raws = self._decoder.feed(data)
-            except exceptions.FramingError as exc:
-                self._write(protocol.encode(0, frames.ErrorReply(exc.status, exc.message)))
-                return
-            for index, raw in enumerate(raws, 1):
-                if raw.is_response:
-                    self._reject_reply_frame(raw)
-                    return
-                behind = self._transport.get_write_buffer_size() > WRITE_HIGH_WATER
-                if behind and not await self._caught_up():
-                    return
-                if len(self._tasks) >= MAX_IN_FLIGHT:
-                    await self._slot()
-                task = self._dispatch(raw, arrived_ns, wall_ns)
-                if raw.opcode in handlers.CHANGES_SESSION:
-                    # Later requests must see the session this one leaves behind.
-                    await asyncio.shield(task)
-                if index % DISPATCH_BURST == 0:
-                    await asyncio.sleep(0)  # the other connections' turn
-            self._watch_partial_frame(completed=bool(raws))
-
-    async def _read(self) -> bytes:
-        """The next chunk, b"" at the end; TimeoutError once a partial frame, the login
-        or the idle time is overdue."""
-        self._watch()
-        self._in_read = True
+    def received(self, data: bytes) -> None:
+        """A chunk from the peer: its whole frames start at once, unless earlier ones
+        still wait for their turn (see ``_pump``)."""
+        if self._read_end.done():
+            return
+        self._last_heard = self._loop.time()
+        arrived_ns = time.perf_counter_ns()
+        wall_ns = time.time_ns() if self._recorder is not None else 0
         try:
-            return await self._reader.read(READ_SIZE)
-        except asyncio.CancelledError:
-            if not self._overdue:
-                raise
-            self._overdue = False
-            task = asyncio.current_task()
-            if task is not None and task.uncancel() > 0:  # stopped as well
-                raise
-            raise TimeoutError from None
-        finally:
-            self._in_read = False
+            raws = self._decoder.feed(data)
+        except exceptions.FramingError as exc:
+            self._write(protocol.encode(0, frames.ErrorReply(exc.status, exc.message)))
+            self._end_reading()
+            return
+        for raw in raws:
+            self._pending.append((raw, arrived_ns, wall_ns))
+        if self._holding is None:
+            self._pump()
+        # The clock starts after the chunk's requests were dispatched, so time spent
+        # not reading (a peer that does not take its replies) never counts against it.
+        self._watch_partial_frame(completed=bool(raws))
+        self._watch()
+
+    def ended(self) -> None:
+        """The peer sent its last byte, or the connection is gone."""
+        self._end_reading()
+
+    def _end_reading(self) -> None:
+        if self._read_end.done():
+            return
+        self._pending.clear()
+        self._pause_reading()
+        if self._catching_up is not None:
+            self._catching_up.cancel()
+        self._holding = None
+        self._read_end.set_result(None)
+
+    def _pump(self) -> None:
+        """Start the frames read, in order, until one must wait: for a request that may
+        change the session to be answered (later ones must see the session it leaves),
+        for the peer to take its replies, for a free place among the MAX_IN_FLIGHT, or
+        for the other connections' turn after DISPATCH_BURST. Reading pauses meanwhile,
+        so a connection holds at most one chunk's frames unstarted."""
+        started = 0
+        while self._pending:
+            raw, arrived_ns, wall_ns = self._pending[0]
+            if raw.is_response:
+                self._reject_reply_frame(raw)
+                self._end_reading()
+                return
+            hold = self._hold_for()
+            if hold is not None:
+                self._hold(hold)
+                return
+            self._pending.popleft()
+            task = self._dispatch(raw, arrived_ns, wall_ns)
+            if raw.opcode in handlers.CHANGES_SESSION and not task.done():
+                task.add_done_callback(self._release)
+                self._hold(task)
+                return
+            started += 1
+            if started == DISPATCH_BURST and self._pending:
+                self._hold(self._loop.call_soon(self._release))
+                return
+        self._holding = None
+        if self._paused and not self._read_end.done():
+            self._paused = False
+            self._transport.resume_reading()
+            self._watch_partial_frame(completed=True)  # the wait never counts against it
+            self._watch()
+
+    def _hold_for(self) -> object:
+        """What the next frame must wait for (see ``_pump``), or None."""
+        if self._transport.get_write_buffer_size() > WRITE_HIGH_WATER:
+            self._catching_up = self._loop.create_task(self._caught_up())
+            return self._catching_up
+        if len(self._tasks) >= MAX_IN_FLIGHT:
+            return A_PLACE  # _forget releases the hold when a request ends
+        return None
+
+    def _hold(self, reason: object) -> None:
+        self._holding = reason
+        self._pause_reading()
+
+    def _release(self, _: object = None) -> None:
+        """What the pending frames waited for is over: go on with them."""
+        if self._holding is not None and not self._read_end.done():
+            self._holding = None
+            self._pump()
+
+    def _pause_reading(self) -> None:
+        if not self._paused and not self._transport.is_closing():
+            self._paused = True
+            self._transport.pause_reading()
 
     def _deadline(self) -> float | None:
         """The earliest deadline now in force (loop time), if any."""
@@ -210,7 +307,7 @@ class Connection:
 
     def _watch(self) -> None:
         """Make sure the watchdog goes off by the current deadline. One timer serves
-        many reads (a timer per read cost a twelfth of the middleware's CPU per
+        many chunks (a timer per read cost a twelfth of the middleware's CPU per
         request): the idle deadline moves later with every chunk, so the watchdog
         usually goes off early, finds the deadline moved, and waits on."""
         deadline = self._deadline()
@@ -218,9 +315,10 @@ class Connection:
             self._watchdog.expect_by(deadline)
 
     def _on_watchdog(self) -> None:
-        """End the read if a deadline has passed while it waits; otherwise wait on.
-        Outside a read nothing is due: the next read sets the watchdog again."""
-        if not self._in_read or self._reading is None:
+        """End reading if a deadline has passed while the connection waits for the
+        peer; otherwise wait on. While frames wait their turn, reading is paused and
+        nothing is due: going on with them sets the watchdog again."""
+        if self._holding is not None or self._read_end.done():
             return
         deadline = self._deadline()
         if deadline is None:
@@ -228,8 +326,8 @@ class Connection:
         if self._loop.time() < deadline:
             self._watchdog.expect_by(deadline)
             return
-        self._overdue = True
-        self._reading.cancel()
+        self._reject_overdue()
+        self._end_reading()
 
     @property
     def _idle_deadline(self) -> float | None:
@@ -241,11 +339,7 @@ class Connection:
         self._login_deadline = self._loop.time() + self._login_timeout
 
     def _watch_partial_frame(self, *, completed: bool) -> None:
-        """Start the clock when a frame begins to arrive; stop it when none is partial.
-
-        The clock starts after the chunk's requests were dispatched, so time spent
-        not reading (a peer that does not take its replies) never counts against it.
-        """
+        """Start the clock when a frame begins to arrive; stop it when none is partial."""
         if not self._decoder.buffered:
             self._frame_deadline = None
         elif completed or self._frame_deadline is None:
@@ -266,23 +360,20 @@ class Connection:
             message = f"no whole frame within {self._frame_timeout:g}s of its first byte"
         self._write(protocol.encode(0, frames.ErrorReply(errors.Status.BAD_REQUEST, message)))
 
-    async def _caught_up(self) -> bool:
+    async def _caught_up(self) -> None:
         """The peer is behind with its replies: read nothing more until it catches up.
-        False (and the connection is cut) if it stopped reading altogether."""
-        if await self._while_peer_reads(self._drain()):
-            return True
+        If it stopped reading altogether, it is cut off."""
+        caught_up = await self._while_peer_reads(self._drain())
+        self._catching_up = None
+        if caught_up:
+            self._release()
+            return
         self._cut_off("takes none of its replies")
-        return False
+        self._end_reading()
 
     def _reject_reply_frame(self, raw: frames.RawFrame) -> None:
         reply = frames.ErrorReply(errors.Status.BAD_REQUEST, "clients send requests, not replies")
         self._write(protocol.encode(raw.request_id, reply, opcode=raw.opcode))
-
-    async def _slot(self) -> None:
-        """Wait until fewer than MAX_IN_FLIGHT requests run."""
-        while len(self._tasks) >= MAX_IN_FLIGHT:
-            self._slot_freed.clear()
-            await self._slot_freed.wait()
 
     def _dispatch(self, raw: frames.RawFrame, arrived_ns: int, wall_ns: int) -> asyncio.Task[None]:
         """Start answering the request in a task of its own."""
@@ -297,8 +388,9 @@ class Connection:
 
     def _forget(self, task: asyncio.Task[None]) -> None:
         del self._tasks[task]
-        self._slot_freed.set()
         self._cancelled.discard(task)
+        if self._holding is A_PLACE:
+            self._release()
 
     def _stop_waiting(self, request_id: int, task: asyncio.Task[None]) -> None:
         # A later request may reuse the id: drop the entry only if it is still this one.
@@ -467,13 +559,12 @@ class Connection:
 
     def _flush(self) -> None:
         outbox, self._outbox = self._outbox, []
-        if outbox and not self._writer.is_closing():
-            self._writer.writelines(outbox)
+        if outbox and not self._transport.is_closing():
+            self._transport.writelines(outbox)
             self._written += sum(map(len, outbox))
 
     async def _drain(self) -> None:
-        with contextlib.suppress(ConnectionError):
-            await self._writer.drain()
+        await self._link.drain()
 
     async def _while_peer_reads(self, work: Coroutine[Any, Any, None]) -> bool:
         """Await ``work`` (until the transport drains or closes) as long as the peer
@@ -508,7 +599,7 @@ class Connection:
             await asyncio.wait(list(self._tasks))
         await self._log_out()
         self._flush()
-        self._writer.close()
+        self._transport.close()
         await self._wait_closed()
 
     async def _wait_closed(self) -> None:
@@ -517,13 +608,11 @@ class Connection:
             self._cut_off("takes none of its last replies")
 
     async def _closed(self) -> None:
-        with contextlib.suppress(ConnectionError):
-            await self._writer.wait_closed()
+        await asyncio.shield(self._link.lost)
 
     def _abandon(self) -> None:
         """Serving was cut short (a shutdown past its grace): drop what still runs."""
-        if self._reading is not None:
-            self._reading.cancel()
+        self._end_reading()
         for task in self._tasks:
             task.cancel()
         self._transport.abort()

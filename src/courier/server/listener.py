@@ -10,7 +10,6 @@ Given an SSL context, the listener speaks TLS only (see ``tls_gate``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import ssl
 
@@ -66,9 +65,10 @@ class Listener:
     async def bind(self, host: str, port: int) -> tuple[str, int]:
         """Open the listening socket (not yet accepting); returns the bound address."""
         if self._tls is not None:
-            self._gate = tls_gate.TlsGate(self._tls, self._settings.frame_timeout, self._accept)
+            self._gate = tls_gate.TlsGate(self._tls, self._settings.frame_timeout, self._link)
             return self._gate.bind(host, port)
-        self._server = await asyncio.start_server(self._accept, host, port, start_serving=False)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._link, host, port, start_serving=False)
         bound = self._server.sockets[0].getsockname()
         return str(bound[0]), int(bound[1])
 
@@ -117,17 +117,23 @@ class Listener:
                 log.warning("client %d lost its session (%s); disconnecting", client.id, exc)
                 conn.stop(graceful=False)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _link(self) -> connection.Link:
+        return connection.Link(self._opened)
+
+    def _opened(self, link: connection.Link, transport: asyncio.Transport) -> None:
+        """A peer connected: serve it in a task of its own, or refuse it if this
+        listener does not serve yet."""
         if self._services is None:
-            await refuse(writer)
+            refuse(transport)
             return
-        conn = connection.Connection(reader, writer, self._services, self._settings, self._places)
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections[conn] = task
+        conn = connection.Connection(link, transport, self._services, self._settings,
+                                     self._places)  # fmt: skip
+        self._connections[conn] = asyncio.get_running_loop().create_task(self._serve(conn))
         pushed_out = self._places.arrive(conn)
         if pushed_out is not None:
             pushed_out.push_out()
+
+    async def _serve(self, conn: connection.Connection) -> None:
         try:
             await conn.serve()
         except Exception:
@@ -137,10 +143,8 @@ class Listener:
             self._places.leave(conn)
 
 
-async def refuse(writer: asyncio.StreamWriter) -> None:
+def refuse(transport: asyncio.Transport) -> None:
     """Tell a client the server is not serving yet, and hang up."""
     full = protocol.ErrorReply(errors.Status.SERVER_FULL, errors.ServerFull().message)
-    writer.write(protocol.encode(0, full))
-    writer.close()
-    with contextlib.suppress(ConnectionError):
-        await writer.wait_closed()
+    transport.write(protocol.encode(0, full))
+    transport.close()

@@ -5,7 +5,8 @@ plaintext Courier client would only learn that the connection closed. The gate
 peeks (without consuming) at the first byte a peer sends: a TLS handshake record
 goes on to the handshake; anything else gets a TLS alert record, which the
 Courier client recognises and reports as "this server speaks TLS". A failed
-handshake costs that peer its connection and nobody else anything.
+handshake costs that peer its connection and nobody else anything. A connection that
+shook hands is served by a protocol the listener makes (``connection.Link``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
@@ -26,16 +27,19 @@ PLAINTEXT_ALERT = bytes([0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x46])
 BACKLOG = 1024
 READ_BEFORE_CLOSING = 64 * 1024
 
-Accept = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+ProtocolFactory = Callable[[], asyncio.BaseProtocol]
 
 
 class TlsGate:
-    """Accepts on its own listening socket and hands TLS streams to ``accept``."""
+    """Accepts on its own listening socket and serves each TLS connection with a
+    protocol from ``protocols``."""
 
-    def __init__(self, context: ssl.SSLContext, handshake_timeout: float, accept: Accept) -> None:
+    def __init__(
+        self, context: ssl.SSLContext, handshake_timeout: float, protocols: ProtocolFactory
+    ) -> None:
         self._context = context
         self._timeout = handshake_timeout
-        self._accept = accept
+        self._protocols = protocols
         self._socket: socket.socket | None = None
         self._accepting: asyncio.Task[None] | None = None
         self._greetings: set[asyncio.Task[None]] = set()
@@ -76,43 +80,30 @@ class TlsGate:
 
     async def _greet(self, peer: socket.socket) -> None:
         peer.setblocking(False)
-        address = _name(peer)
-        opened = await self._open(peer, address)
-        if opened is None:
+        if not await self._open(peer, _name(peer)):
             peer.close()
-            return
-        self._greetings.discard(asyncio.current_task())  # type: ignore[arg-type]
-        await self._accept(*opened)
 
-    async def _open(
-        self, peer: socket.socket, address: str
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+    async def _open(self, peer: socket.socket, address: str) -> bool:
+        """Whether the peer shook hands: its connection is then served by a protocol
+        of its own."""
         try:
             first = await _peek(peer, self._timeout)
         except (TimeoutError, OSError):
-            return None
+            return False
         if not first:
-            return None
+            return False
         if first[0] != HANDSHAKE_RECORD:
             log.info("refused a plaintext connection from %s: this port speaks TLS", address)
             _turn_away(peer)
-            return None
+            return False
         try:
-            return await self._handshake(peer)
+            await asyncio.get_running_loop().connect_accepted_socket(
+                self._protocols, peer, ssl=self._context, ssl_handshake_timeout=self._timeout
+            )
         except (ssl.SSLError, OSError, TimeoutError) as exc:
             log.info("TLS handshake with %s failed: %s", address, str(exc) or repr(exc))
-            return None
-
-    async def _handshake(
-        self, peer: socket.socket
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        protocol = asyncio.StreamReaderProtocol(reader)
-        transport, _ = await loop.connect_accepted_socket(
-            lambda: protocol, peer, ssl=self._context, ssl_handshake_timeout=self._timeout
-        )
-        return reader, asyncio.StreamWriter(transport, protocol, reader, loop)
+            return False
+        return True
 
 
 async def _peek(peer: socket.socket, timeout: float) -> bytes:
