@@ -30,6 +30,11 @@ class Watchdog:
             self._timer.cancel()
         self._timer = self._loop.call_at(when, self._go_off)
 
+    @property
+    def armed(self) -> bool:
+        """Whether it will go off (for some deadline given since it last did)."""
+        return self._timer is not None
+
     def cancel(self) -> None:
         if self._timer is not None:
             self._timer.cancel()

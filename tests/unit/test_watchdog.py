@@ -25,9 +25,11 @@ async def test_a_cancelled_watchdog_stays_quiet_until_given_a_deadline_again() -
     went_off: list[float] = []
     dog = watchdog.Watchdog(loop, lambda: went_off.append(loop.time()))
     dog.expect_by(loop.time() + 0.05)
+    assert dog.armed
     dog.cancel()
+    assert not dog.armed
     await asyncio.sleep(0.2)
     assert went_off == []
     dog.expect_by(loop.time() + 0.05)
     await asyncio.sleep(0.2)
-    assert len(went_off) == 1
+    assert len(went_off) == 1 and not dog.armed

@@ -222,8 +222,10 @@ class Connection:
             self._pump()
         # The clock starts after the chunk's requests were dispatched, so time spent
         # not reading (a peer that does not take its replies) never counts against it.
-        self._watch_partial_frame(completed=bool(raws))
-        self._watch()
+        # Other deadlines only move later as chunks arrive: the watchdog set for them
+        # goes off early and waits on, so it needs setting only for a new frame clock.
+        if self._watch_partial_frame(completed=bool(raws)) or not self._watchdog.armed:
+            self._watch()
 
     def ended(self) -> None:
         """The peer sent its last byte, or the connection is gone."""
@@ -338,12 +340,15 @@ class Connection:
     def _start_login_clock(self) -> None:
         self._login_deadline = self._loop.time() + self._login_timeout
 
-    def _watch_partial_frame(self, *, completed: bool) -> None:
-        """Start the clock when a frame begins to arrive; stop it when none is partial."""
+    def _watch_partial_frame(self, *, completed: bool) -> bool:
+        """Start the clock when a frame begins to arrive; stop it when none is partial.
+        Whether the clock started."""
         if not self._decoder.buffered:
             self._frame_deadline = None
         elif completed or self._frame_deadline is None:
             self._frame_deadline = self._loop.time() + self._frame_timeout
+            return True
+        return False
 
     def _reject_overdue(self) -> None:
         now = self._loop.time()
@@ -496,6 +501,7 @@ class Connection:
             self._start_login_clock()
         else:
             self._login_deadline = None
+        self._watch()  # the idle deadline may come before the login deadline did
 
     def _unexpected(self, raw: frames.RawFrame, exc: Exception) -> frames.ErrorReply:
         # Storage reports an unreachable database as Unavailable, a CourierError that
