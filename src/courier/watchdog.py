@@ -20,14 +20,18 @@ class Watchdog:
     def __init__(self, loop: asyncio.AbstractEventLoop, on_due: Callable[[], None]) -> None:
         self._loop = loop
         self._on_due = on_due
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
+        self._when = 0.0  # the loop time the timer is for, while there is one
 
     def expect_by(self, when: float) -> None:
         """Go off at ``when`` at the latest (it may go off sooner, for another)."""
         if self._timer is not None:
-            if self._timer.when() <= when:
+            if self._when <= when:
                 return
             self._timer.cancel()
+        # Kept here: for a time already (or nearly) due, uvloop's call_at returns a
+        # plain handle, which cannot tell when it is for.
+        self._when = when
         self._timer = self._loop.call_at(when, self._go_off)
 
     @property

@@ -90,9 +90,11 @@ class Link(asyncio.Protocol):
         self.connection: Connection | None = None
         self._resumed: asyncio.Future[None] | None = None  # while writing is paused
         self._gone = False
+        self._over_tls = False
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._over_tls = transport.get_extra_info("sslcontext") is not None
         # A stream transport (uvloop's does not derive from asyncio.Transport).
         self._opened(self, cast(asyncio.Transport, transport))
 
@@ -102,8 +104,10 @@ class Link(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         if self.connection is not None:
-            self.connection.ended()
-        return True  # keep the transport: the replies still running go out first
+            self.connection.ended(None)
+        # Keep a TCP transport open: the replies still running go out first. TLS ends
+        # the transport whatever this says (and warns if it says otherwise).
+        return not self._over_tls
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._gone = True
@@ -111,7 +115,7 @@ class Link(asyncio.Protocol):
         if resumed is not None and not resumed.done():
             resumed.set_result(None)
         if self.connection is not None:
-            self.connection.ended()
+            self.connection.ended(exc)
         if not self.lost.done():
             self.lost.set_result(None)
 
@@ -165,6 +169,7 @@ class Connection:
         self._holding: object = None  # what the frames pending wait for, if anything
         self._catching_up: asyncio.Task[None] | None = None  # while the peer is behind
         self._paused = False  # reading is paused (the transport's, not the peer's)
+        self._at_end = False  # the peer sent its last frames: end once they have started
         self._read_end: asyncio.Future[None] = self._loop.create_future()
         self._watchdog = watchdog.Watchdog(self._loop, self._on_watchdog)
         self._stopping = False
@@ -183,7 +188,7 @@ class Connection:
     async def serve(self) -> None:
         """Serve until the peer leaves, the stream breaks, or ``stop`` is called."""
         try:
-            await self._read_end
+            await asyncio.shield(self._read_end)  # _abandon still ends reading if cancelled
             await self._finish()
         finally:
             self._abandon()
@@ -227,8 +232,14 @@ class Connection:
         if self._watch_partial_frame(completed=bool(raws)) or not self._watchdog.armed:
             self._watch()
 
-    def ended(self) -> None:
-        """The peer sent its last byte, or the connection is gone."""
+    def ended(self, exc: BaseException | None) -> None:
+        """The peer sent its last byte (None), or the connection is gone (its error, or
+        None). The frames read before the end still start, in order (TLS hands over
+        the last chunk and the end together, even with reading paused); a connection
+        that broke drops them, as its replies could not be sent."""
+        if exc is None and self._pending:
+            self._at_end = True
+            return
         self._end_reading()
 
     def _end_reading(self) -> None:
@@ -269,6 +280,9 @@ class Connection:
                 self._hold(self._loop.call_soon(self._release))
                 return
         self._holding = None
+        if self._at_end:
+            self._end_reading()
+            return
         if self._paused and not self._read_end.done():
             self._paused = False
             self._transport.resume_reading()

@@ -3,6 +3,8 @@ CA, and clear errors (quickly, not a hang) when the two sides disagree."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 import ssl
 import subprocess
@@ -56,6 +58,38 @@ def test_the_sync_client_speaks_tls_too(
     _, port = tls_server.address
     with courier.Client.connect(f"localhost:{port}", ca=str(made.ca)) as client:
         assert client.ping() > 0  # the certificate names localhost as well as 127.0.0.1
+
+
+async def test_requests_sent_just_before_a_tls_peer_closes_all_run(
+    tls_server: ServerProcess, made: certificates.LocalCertificates
+) -> None:
+    """TLS hands the middleware a peer's last chunk and its close together. The sends
+    behind the LOGIN in that chunk wait their turn, and still run after the close."""
+    async with courier.AsyncClient.connect(address(tls_server), ca=made.ca) as setup:
+        writer = await setup.register("tls-closer")
+        await setup.register("tls-watcher")
+    watching = courier.AsyncClient.connect(address(tls_server), name="tls-watcher", ca=made.ca)
+    async with watching as watcher:
+        queue = await watcher.create_queue("tls-last-words")
+        frames = [protocol.encode(1, protocol.Login(client_id=writer.id, name=None))]
+        for request_id in range(2, 22):
+            send = protocol.Send((queue.id,), b"before the close", None, 5, None)
+            frames.append(protocol.encode(request_id, send))
+        context = ssl.create_default_context(cafile=str(made.ca))
+        with (
+            socket.create_connection(tls_server.address, timeout=5) as plain,
+            context.wrap_socket(plain, server_hostname="127.0.0.1") as tls,
+        ):
+            tls.sendall(b"".join(frames))
+            # close_notify straight after the frames, replies unread (unwrap may then
+            # meet a reply that crossed the close_notify: it was sent anyway)
+            with contextlib.suppress(ssl.SSLError, OSError):
+                tls.unwrap()
+        deadline = time.monotonic() + 10
+        while (await watcher.get_queue(queue.id)).message_count < 20:
+            assert time.monotonic() < deadline, "the sends after the LOGIN never ran"
+            await asyncio.sleep(0.05)
+    assert "eof_received" not in tls_server.log  # no warning about the transport's end
 
 
 async def test_a_plaintext_client_is_told_the_server_speaks_tls(
