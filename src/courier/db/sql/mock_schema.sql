@@ -536,6 +536,22 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION courier_messages_stored_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
+CREATE FUNCTION courier_drop_queue_messages_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
 -- == Auth (migration 0013) ===========================================================
 -- No client has a secret here: the mock tiers run with open login (the lab's).
 
