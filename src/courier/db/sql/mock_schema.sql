@@ -536,7 +536,7 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION courier_messages_stored_v1()
+CREATE FUNCTION courier_check_message_references_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

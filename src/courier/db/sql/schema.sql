@@ -97,8 +97,8 @@ CREATE TABLE courier_queues (
 -- takes the best message of either kind.
 CREATE TABLE courier_messages (
     id          bigint GENERATED ALWAYS AS IDENTITY,
-    -- Its queue and its sender exist: courier_messages_stored_v1 checks them once per
-    -- statement, where foreign keys checked them per row (migration 0036), and
+    -- Its queue and its sender exist: courier_check_message_references_v1 checks them
+    -- once per statement, where foreign keys checked them per row (migration 0036), and
     -- deleting a queue deletes its messages (courier_drop_queue_messages_v1).
     queue_id    bigint      NOT NULL,
     sender_id   bigint      NOT NULL,
@@ -1737,12 +1737,18 @@ BEGIN
 END;
 $$;
 
+CREATE TRIGGER courier_messages_notify
+    AFTER INSERT ON courier_messages
+    REFERENCING NEW TABLE AS stored_messages
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_notify_messages_v4();
+
 -- What a foreign key did for each stored message, once per statement (migration
 -- 0036): each distinct queue and sender is looked up by key and locked against
 -- deletion until the statement's transaction ends (FOR KEY SHARE); a missing one
--- fails the statement (QUEUE_NOT_FOUND, CLIENT_NOT_FOUND). Then the messages are
--- announced as courier_notify_messages_v4 announced them.
-CREATE FUNCTION courier_messages_stored_v1()
+-- fails the statement (QUEUE_NOT_FOUND, CLIENT_NOT_FOUND). Statement triggers fire
+-- in name order, so these row locks come before courier_messages_notify's advisory
+-- locks, as the foreign keys' did.
+CREATE FUNCTION courier_check_message_references_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1762,24 +1768,14 @@ BEGIN
     IF FOUND THEN
         PERFORM courier_fail_v1(6, format('client %s does not exist', v_missing));
     END IF;
-    -- Announce the messages (as courier_notify_messages_v4 did, migration 0034).
-    PERFORM pg_advisory_xact_lock_shared(1131377779, (q.queue_id % 2147483648)::integer)
-    FROM (SELECT DISTINCT n.queue_id FROM stored_messages n ORDER BY 1) q;
-    PERFORM pg_notify('courier_messages',
-                      s.queue_id::text || ':' || coalesce(s.receiver_id::text, '') || ':'
-                      || s.stored::text)
-    FROM (SELECT n.queue_id, n.receiver_id, count(*) AS stored
-          FROM stored_messages n GROUP BY n.queue_id, n.receiver_id) s
-    WHERE EXISTS (SELECT FROM courier_queue_watches w
-                  WHERE w.queue_id = s.queue_id AND w.until > now())
-       OR EXISTS (SELECT FROM courier_instances i WHERE NOT i.watches_queues);
     RETURN NULL;
 END;
 $$;
-CREATE TRIGGER courier_messages_stored
+
+CREATE TRIGGER courier_messages_check_references
     AFTER INSERT ON courier_messages
     REFERENCING NEW TABLE AS stored_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_messages_stored_v1();
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_check_message_references_v1();
 
 -- A deleted queue's messages go with it (what ON DELETE CASCADE did; migration 0036).
 CREATE FUNCTION courier_drop_queue_messages_v1()

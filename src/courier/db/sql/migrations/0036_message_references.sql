@@ -6,15 +6,17 @@
 -- checks a foreign key with a query per inserted row, run from a trigger per row:
 -- a batch of five messages to one queue from one sender ran ten such queries, about
 -- as much of the database's CPU as inserting the rows into the table and its nine
--- indexes. Both checks now run once per statement, in the trigger that already reads
--- the statement's new rows to announce them (courier_messages_stored_v1): each
--- distinct queue and sender is looked up by key and locked as the foreign key locked
--- it (FOR KEY SHARE: a queue cannot be deleted under a send that has not committed).
--- A missing one fails the statement with QUEUE_NOT_FOUND or CLIENT_NOT_FOUND rather
--- than a foreign key violation. Deleting a queue deletes its messages through a
--- trigger of its own in place of ON DELETE CASCADE, planned once. Messages are never
--- updated, and clients never deleted, so nothing else the keys did is lost.
-CREATE FUNCTION courier_messages_stored_v1()
+-- indexes. Both checks now run once per statement, from a statement trigger
+-- (courier_check_message_references_v1): each distinct queue and sender is looked up
+-- by key and locked as the foreign key locked it (FOR KEY SHARE: a queue cannot be
+-- deleted under a send that has not committed). The trigger fires before the one
+-- that announces the messages, so the row locks still come before the announcement's
+-- advisory locks. A missing queue or sender fails the statement with QUEUE_NOT_FOUND
+-- or CLIENT_NOT_FOUND rather than a foreign key violation. Deleting a queue deletes
+-- its messages through a trigger of its own in place of ON DELETE CASCADE, planned
+-- once. Messages are never updated, and clients never deleted, so nothing else the
+-- keys did is lost.
+CREATE FUNCTION courier_check_message_references_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -34,17 +36,6 @@ BEGIN
     IF FOUND THEN
         PERFORM courier_fail_v1(6, format('client %s does not exist', v_missing));
     END IF;
-    -- Announce the messages (as courier_notify_messages_v4 did, migration 0034).
-    PERFORM pg_advisory_xact_lock_shared(1131377779, (q.queue_id % 2147483648)::integer)
-    FROM (SELECT DISTINCT n.queue_id FROM stored_messages n ORDER BY 1) q;
-    PERFORM pg_notify('courier_messages',
-                      s.queue_id::text || ':' || coalesce(s.receiver_id::text, '') || ':'
-                      || s.stored::text)
-    FROM (SELECT n.queue_id, n.receiver_id, count(*) AS stored
-          FROM stored_messages n GROUP BY n.queue_id, n.receiver_id) s
-    WHERE EXISTS (SELECT FROM courier_queue_watches w
-                  WHERE w.queue_id = s.queue_id AND w.until > now())
-       OR EXISTS (SELECT FROM courier_instances i WHERE NOT i.watches_queues);
     RETURN NULL;
 END;
 $$;
@@ -60,15 +51,15 @@ BEGIN
 END;
 $$;
 
-DROP TRIGGER courier_messages_notify ON courier_messages;
 ALTER TABLE courier_messages
     DROP CONSTRAINT courier_messages_queue_id_fkey,
     DROP CONSTRAINT courier_messages_sender_id_fkey;
 
-CREATE TRIGGER courier_messages_stored
+-- Statement triggers fire in name order: this one before courier_messages_notify.
+CREATE TRIGGER courier_messages_check_references
     AFTER INSERT ON courier_messages
     REFERENCING NEW TABLE AS stored_messages
-    FOR EACH STATEMENT EXECUTE FUNCTION courier_messages_stored_v1();
+    FOR EACH STATEMENT EXECUTE FUNCTION courier_check_message_references_v1();
 
 CREATE TRIGGER courier_queues_messages
     AFTER DELETE ON courier_queues
