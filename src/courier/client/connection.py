@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from courier import errors, protocol, tls, watchdog
+from courier import errors, protocol, tls, watchdog, write_flow
 from courier.protocol import frames
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Arrival:
     size: int
 
 
-class _Replies(asyncio.Protocol):
+class _Replies(write_flow.WriteFlow):
     """The transport's protocol: each chunk read goes straight to the connection, and
     ``drain`` waits while the transport has paused writing (more is buffered for the
     server than its high-water mark).
@@ -63,9 +63,7 @@ class _Replies(asyncio.Protocol):
     handed over then."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
-        self._resumed: asyncio.Future[None] | None = None  # while writing is paused
-        self._lost = False
+        super().__init__()
         self._early: list[bytes | BaseException | None] = []  # chunks, then the end
         self._on_data: Callable[[bytes], None] | None = None
         self._on_end: Callable[[BaseException | None], None] | None = None
@@ -95,24 +93,6 @@ class _Replies(asyncio.Protocol):
         # client's own bytes are flushed. The transport then closes.
         self._end(None)
 
-    def pause_writing(self) -> None:
-        self._resumed = self._loop.create_future()
-
-    def resume_writing(self) -> None:
-        self._wake_drains(None)
-
-    async def drain(self) -> None:
-        """ConnectionResetError once the connection is lost."""
-        if self._lost:
-            raise ConnectionResetError("the connection is lost")
-        if self._resumed is not None:
-            await asyncio.shield(self._resumed)  # shared by every drain waiting
-
-    def fail_drains(self) -> None:
-        """The connection is lost (or given up): no drain waits any more."""
-        self._lost = True
-        self._wake_drains(ConnectionResetError("the connection is lost"))
-
     def connection_lost(self, exc: Exception | None) -> None:
         self.fail_drains()
         self._end(exc)
@@ -124,16 +104,6 @@ class _Replies(asyncio.Protocol):
             self._early.append(exc)
         else:
             self._on_end(exc)
-
-    def _wake_drains(self, failure: Exception | None) -> None:
-        resumed, self._resumed = self._resumed, None
-        if resumed is None or resumed.done():
-            return
-        if failure is None:
-            resumed.set_result(None)
-        else:
-            resumed.set_exception(failure)
-            resumed.exception()  # seen: the drains waiting, if any, raise it
 
 
 class Connection:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import fcntl
 import logging
 import struct
@@ -40,7 +41,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from courier import config, errors, protocol, watchdog
+from courier import config, errors, protocol, watchdog, write_flow
 from courier.protocol import constants, exceptions, frames, names
 from courier.protocol.constants import Opcode
 from courier.server import admission, backend, handlers, measurement_hook, metrics, session
@@ -77,7 +78,7 @@ class ConnectionSettings:
     metrics: metrics.Metrics | None = None
 
 
-class Link(asyncio.Protocol):
+class Link(write_flow.WriteFlow):
     """A client connection's transport protocol: each chunk read goes straight to the
     connection (no stream reader, and no task woken per chunk); ``drain`` waits while
     the transport has paused writing, ``lost`` is done once the transport is.
@@ -86,10 +87,9 @@ class Link(asyncio.Protocol):
     the ``Connection`` (or refuses the peer)."""
 
     def __init__(self, opened: Callable[[Link, asyncio.Transport], None]) -> None:
+        super().__init__()
         self._opened = opened
         self.connection: Connection | None = None
-        self._resumed: asyncio.Future[None] | None = None  # while writing is paused
-        self._gone = False
         self._over_tls = False
         self.lost: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -110,28 +110,11 @@ class Link(asyncio.Protocol):
         return not self._over_tls
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._gone = True
-        resumed, self._resumed = self._resumed, None
-        if resumed is not None and not resumed.done():
-            resumed.set_result(None)
+        self.fail_drains()
         if self.connection is not None:
             self.connection.ended(exc)
         if not self.lost.done():
             self.lost.set_result(None)
-
-    def pause_writing(self) -> None:
-        self._resumed = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        resumed, self._resumed = self._resumed, None
-        if resumed is not None and not resumed.done():
-            resumed.set_result(None)
-
-    async def drain(self) -> None:
-        """Until the transport has taken the replies down to its low-water mark, or
-        is lost."""
-        if not self._gone and self._resumed is not None:
-            await asyncio.shield(self._resumed)  # shared by every drain waiting
 
 
 class Connection:
@@ -584,7 +567,8 @@ class Connection:
             self._written += sum(map(len, outbox))
 
     async def _drain(self) -> None:
-        await self._link.drain()
+        with contextlib.suppress(ConnectionError):  # lost: nothing more to wait for
+            await self._link.drain()
 
     async def _while_peer_reads(self, work: Coroutine[Any, Any, None]) -> bool:
         """Await ``work`` (until the transport drains or closes) as long as the peer
