@@ -31,6 +31,20 @@ _OUTAGES: tuple[type[BaseException], ...] = (
     asyncpg.InternalClientError,
 )
 
+# The database aborted the call to let another go on: a deadlock it broke, or a
+# conflict under serializable isolation. The call's transaction was rolled back whole,
+# so running it again is safe.
+_CONFLICTS: tuple[type[BaseException], ...] = (
+    asyncpg.exceptions.DeadlockDetectedError,
+    asyncpg.exceptions.SerializationError,
+)
+
+
+class ConflictAborted(errors.Unavailable):
+    """UNAVAILABLE: the database aborted the call over a conflict with another; nothing
+    of it was applied, and it may be tried again."""
+
+
 # What the repository lets through to translate(); other exceptions are bugs.
 TRANSLATED: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
@@ -53,6 +67,11 @@ def translate(exc: BaseException) -> errors.CourierError:
         return _from_courier_sqlstate(sqlstate, exc)
     if isinstance(exc, _OUTAGES) or _is_closed_connection(exc):
         return errors.Unavailable(f"the database is unavailable: {exc}")
+    if isinstance(exc, _CONFLICTS):
+        return ConflictAborted(
+            f"the database aborted the call over a conflict with another ({exc}); nothing"
+            " of it was applied: try again"
+        )
     if sqlstate.startswith("22") or isinstance(exc, asyncpg.DataError):
         return errors.BadRequest(f"bad request: {exc}")  # data exceptions (e.g. a NUL byte)
     return errors.InternalError(f"database error: {exc}")

@@ -11,8 +11,11 @@ Errors arrive as courier.errors exceptions, translated in one place (_translate)
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
+import logging
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +27,8 @@ import asyncpg
 from courier import config, errors, models, selectors
 from courier.db import _translate, jsonb, nodes, pools, topic_rows, transactions
 from courier.protocol import constants as wire_limits
+
+log = logging.getLogger(__name__)
 
 DEFAULT_INSTANCE_TTL = config.ServerSettings().instance_ttl
 WATCH_WAIT_MS = 200
@@ -40,6 +45,12 @@ TRANSFER_COLUMNS = (
 """The outbox columns a transfer carries to its target, in courier_transfer_in_v1's order."""
 
 T = TypeVar("T")
+
+CONFLICT_PAUSES_S = (0.005, 0.02, 0.08)
+"""Before each new try of a call the database aborted over a conflict with another
+(a deadlock it broke): as many tries again as there are pauses, each pause drawn
+from half to one and a half times its value, so that two calls that deadlocked do
+not meet again in step."""
 
 KEEP_CALLS = 1_000
 """Calls a kept connection serves again before it goes back to the pool once, so
@@ -1113,6 +1124,22 @@ class Repository:
         return row
 
     async def _call_many(
+        self, function_call: str, *args: Any, timing: Timing | None = None
+    ) -> list[Any]:
+        """Run ``SELECT * FROM <function_call>`` for all its rows (``_call_once``). A
+        call the database aborted over a conflict with another (to break a deadlock)
+        applied nothing, being one statement in a transaction of its own: it runs
+        again after a short pause, up to ``len(CONFLICT_PAUSES_S)`` times, and is
+        then UNAVAILABLE."""
+        for pause_s in CONFLICT_PAUSES_S:
+            try:
+                return await self._call_once(function_call, *args, timing=timing)
+            except _translate.ConflictAborted as exc:
+                log.info("the database aborted a call over a conflict; trying again: %s", exc)
+                await asyncio.sleep(pause_s * random.uniform(0.5, 1.5))
+        return await self._call_once(function_call, *args, timing=timing)
+
+    async def _call_once(
         self, function_call: str, *args: Any, timing: Timing | None = None
     ) -> list[Any]:
         """Run ``SELECT * FROM <function_call>`` on a pooled connection (the task's

@@ -6,6 +6,7 @@ import asyncio
 
 import asyncpg
 import pytest
+from db_helpers import until_a_backend_waits_for_a_lock
 
 from courier import errors
 from courier.db import _translate, repository
@@ -106,3 +107,64 @@ async def test_a_call_after_the_backends_were_terminated_is_unavailable_or_fine(
 async def test_an_unreachable_database_is_unavailable(unused_tcp_port: int) -> None:
     with pytest.raises(errors.Unavailable):
         await repository.Repository.connect(f"postgresql://postgres@127.0.0.1:{unused_tcp_port}/x")
+
+
+CONFLICTS = [
+    asyncpg.exceptions.DeadlockDetectedError("deadlock detected"),
+    asyncpg.exceptions.SerializationError("could not serialize access"),
+]
+
+
+@pytest.mark.parametrize("conflict", CONFLICTS, ids=lambda exc: type(exc).__name__)
+def test_a_call_aborted_over_a_conflict_is_unavailable(conflict: BaseException) -> None:
+    assert isinstance(conflict, _translate.TRANSLATED)
+    translated = _translate.translate(conflict)
+    assert isinstance(translated, _translate.ConflictAborted)
+    assert translated.status is errors.Status.UNAVAILABLE
+    assert "nothing of it was applied" in translated.message
+
+
+async def send_caught_in_a_deadlock(
+    repo: repository.Repository, pool: asyncpg.Pool, dsn: str
+) -> tuple[asyncio.Task[list[int]], list[int]]:
+    """A send to queues A and B, which PostgreSQL aborts to break a deadlock: the send
+    holds A (key share) and waits for B, which another transaction holds and which then
+    asks for A. The other transaction commits once it has A. The send's task, and the
+    two queues."""
+    sender = await repo.register_client("sender")
+    queues = [(await repo.create_queue(name)).id for name in ("a", "b")]
+    other = await asyncpg.connect(dsn)
+    try:
+        async with other.transaction():
+            await other.execute("SELECT FROM courier_queues WHERE id = $1 FOR UPDATE", queues[1])
+            send = asyncio.create_task(repo.send(sender.id, queues, b"caught"))
+            await until_a_backend_waits_for_a_lock(pool)
+            # Waits until PostgreSQL, after its deadlock_timeout, aborts the send (it has
+            # waited longer, so its check finds the cycle first).
+            await other.execute("SELECT FROM courier_queues WHERE id = $1 FOR UPDATE", queues[0])
+    finally:
+        await other.close()
+    return send, queues
+
+
+async def test_a_call_the_database_aborted_to_break_a_deadlock_runs_again(
+    repo: repository.Repository, pool: asyncpg.Pool, dsn: str
+) -> None:
+    send, queues = await send_caught_in_a_deadlock(repo, pool, dsn)
+    ids = await asyncio.wait_for(send, 10)
+    assert len(ids) == 2
+    stored = await pool.fetch("SELECT queue_id, body FROM courier_messages ORDER BY queue_id")
+    assert [(row["queue_id"], bytes(row["body"])) for row in stored] == [
+        (queues[0], b"caught"), (queues[1], b"caught"),
+    ]  # fmt: skip
+
+
+async def test_a_call_aborted_more_often_than_it_may_run_again_is_unavailable(
+    repo: repository.Repository, pool: asyncpg.Pool, dsn: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(repository, "CONFLICT_PAUSES_S", ())  # no second try
+    send, _ = await send_caught_in_a_deadlock(repo, pool, dsn)
+    with pytest.raises(errors.Unavailable, match="conflict with another") as caught:
+        await asyncio.wait_for(send, 10)
+    assert isinstance(caught.value.__cause__, asyncpg.exceptions.DeadlockDetectedError)
+    assert await pool.fetchval("SELECT count(*) FROM courier_messages") == 0
