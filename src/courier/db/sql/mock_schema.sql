@@ -544,6 +544,14 @@ BEGIN
 END;
 $$;
 
+CREATE FUNCTION courier_messages_stored_v1()
+RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN NULL;
+END;
+$$;
+
 CREATE FUNCTION courier_drop_queue_messages_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
