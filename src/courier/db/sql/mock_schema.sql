@@ -528,22 +528,6 @@ BEGIN
 END;
 $$;
 
-CREATE FUNCTION courier_notify_messages_v4()
-RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN NULL;
-END;
-$$;
-
-CREATE FUNCTION courier_check_message_references_v1()
-RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    RETURN NULL;
-END;
-$$;
-
 CREATE FUNCTION courier_messages_stored_v1()
 RETURNS trigger
 LANGUAGE plpgsql AS $$
