@@ -93,11 +93,12 @@ class Batcher(Generic[R, T]):
         self._pending: list[_Pending[R, T]] = []
         self._in_flight = 0
         self._draining: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop of the first submit
         self.on_batch: Callable[[int], None] | None = None
         """Told the size of every database call made (the metrics' batch sizes)."""
 
     async def submit(self, request: R, timing: Timing | None = None) -> T:
-        loop = asyncio.get_running_loop()  # once: on Python 3.11 each call is a getpid()
+        loop = self._loop or self._bind_loop()
         future: asyncio.Future[T] = loop.create_future()
         self._pending.append(_Pending(request, future, timing, time.perf_counter_ns()))
         if self._in_flight < self._max_in_flight:
@@ -106,6 +107,11 @@ class Batcher(Generic[R, T]):
             self._draining.add(drain)  # the loop keeps only a weak reference to a task
             drain.add_done_callback(self._draining.discard)
         return await future
+
+    def _bind_loop(self) -> asyncio.AbstractEventLoop:
+        # Asked once, not per request: on Python 3.11 each asking is a getpid().
+        self._loop = asyncio.get_running_loop()
+        return self._loop
 
     async def _drain(self) -> None:
         try:
