@@ -297,13 +297,16 @@ def churn_plot(found: churn.ChurnResult, path: Path) -> None:
 def flat_table(found: flat.FlatResult) -> Table:
     """One row per level of background rows: pop and send percentiles, p50 ratios."""
     table = Table(title="pop and send latency with other messages stored", title_justify="left")
+    reference = f"pop p50 ms with {found.reference.background:,}, in turns"
     for column in ("other messages", "load s", "pop p50 ms", "pop p90 ms", "pop p99 ms",
-                   "pop p50 ratio", "send p50 ms", "send p90 ms", "send p99 ms",
+                   reference, "pop p50 ratio", "send p50 ms", "send p90 ms", "send p99 ms",
                    "send p50 ratio"):  # fmt: skip
         table.add_column(column, justify="right")
     for level in found.levels:
+        alongside = None if level.alongside is None else level.alongside.pop_latency
         table.add_row(
             f"{level.background:,}", f"{level.load_s:.1f}", *_percentiles(level.pop_latency),
+            "-" if alongside is None else f"{alongside.p50_ms:.2f}",
             _times(found.pop_ratio(level)), *_percentiles(level.send_latency),
             _times(found.send_ratio(level)),
         )  # fmt: skip
@@ -322,6 +325,14 @@ def flat_plot(found: flat.FlatResult, path: Path) -> None:
         for quantile in ("p50_ms", "p99_ms"):
             values = [getattr(each, quantile, float("nan")) for each in latencies]
             axes.plot(places, values, marker="o", label=f"{name} {quantile[:3]}")
+    alongside = [
+        level.pop_latency if level.alongside is None else level.alongside.pop_latency
+        for level in found.levels
+    ]
+    axes.plot(
+        places, [getattr(each, "p50_ms", float("nan")) for each in alongside], linestyle="--",
+        marker="x", label=f"pop p50 with {found.reference.background:,}, in turns",
+    )  # fmt: skip
     axes.set_xticks(list(places), [f"{level.background:,}" for level in found.levels])
     axes.set_xlabel("other messages stored")
     axes.set_ylabel("latency (ms)")

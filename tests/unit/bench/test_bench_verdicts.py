@@ -51,24 +51,46 @@ def test_churn_says_when_throughput_fell_too_far() -> None:
     json.dumps(document, allow_nan=False)
 
 
-def flat_level(background: int, pop_p50: float, send_p50: float) -> flat.Level:
+def latency(p50: float) -> results.Latency:
+    return results.Latency(p50, p50, p50)
+
+
+def flat_level(
+    background: int, pop_p50: float, send_p50: float, alongside: tuple[float, float] | None
+) -> flat.Level:
+    """A level; ``alongside`` is the reference's (pop, send) p50 measured in turns with it."""
     return flat.Level(
         background, background, 100, 0.0, 0.0, 0, 0,
-        send_latency=results.Latency(send_p50, send_p50, send_p50),
-        pop_latency=results.Latency(pop_p50, pop_p50, pop_p50),
+        send_latency=latency(send_p50), pop_latency=latency(pop_p50),
+        alongside=None if alongside is None else flat.Alongside(
+            send_latency=latency(alongside[1]), pop_latency=latency(alongside[0]), empty_pops=0,
+        ),
     )  # fmt: skip
 
 
-def test_flat_puts_each_level_over_the_first() -> None:
+def test_flat_puts_each_level_over_the_reference_measured_in_turns_with_it() -> None:
+    # The reference alone had a pop p50 of 2.0; in turns with the later levels the box
+    # was slower (2.4) and then as fast (2.0): each level is put over its own turns.
     found = flat.FlatResult(
-        [flat_level(0, 2.0, 1.0), flat_level(1_000, 2.1, 1.5), flat_level(10_000, 2.5, 1.0)], {}
+        [
+            flat_level(0, 2.0, 1.0, None),
+            flat_level(1_000, 2.52, 1.5, (2.4, 1.2)),
+            flat_level(10_000, 2.5, 1.0, (2.0, 1.0)),
+        ],
+        {},
     )
     assert [found.pop_ratio(level) for level in found.levels] == pytest.approx([1.0, 1.05, 1.25])
-    assert found.send_ratio(found.levels[1]) == pytest.approx(1.5)
+    assert found.send_ratio(found.levels[1]) == pytest.approx(1.25)
     assert found.verdict() == [
-        "pop p50 with 1,000 other messages is 1.050x that with 0 (needs 0.90-1.10): met",
-        "pop p50 with 10,000 other messages is 1.250x that with 0 (needs 0.90-1.10): NOT met",
+        "pop p50 with 1,000 other messages is 1.050x that with 0, measured in turns"
+        " (needs 0.90-1.10): met",
+        "pop p50 with 10,000 other messages is 1.250x that with 0, measured in turns"
+        " (needs 0.90-1.10): NOT met",
     ]
+    document = found.as_json(flat.Settings())
+    assert document["levels"][0]["alongside"] is None
+    assert document["levels"][1]["alongside"]["pop_latency"]["p50_ms"] == 2.4
+    json.dumps(document, allow_nan=False)
 
 
 def popped(ids: list[int], last_pop_ns: int) -> pops.PoppersReport:
