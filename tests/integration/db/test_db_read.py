@@ -223,6 +223,67 @@ async def test_queues_for_me_counts_what_i_could_read(
     assert empty.id not in [queue.id for queue in await repo.queues_for_me(writer.id)]
 
 
+READABLE_FIRST = 1000
+"""courier_queues_for_me_v2 reads up to this many of the reader's messages before it
+counts queue by queue (migration 0038)."""
+
+COUNTED_BY_HAND = """
+SELECT coalesce(array_agg(c.queue_id ORDER BY c.queue_id), '{}') AS ids,
+       coalesce(array_agg(least(c.n, $2) ORDER BY c.queue_id), '{}') AS counts
+FROM (SELECT m.queue_id, count(*) AS n
+      FROM courier_messages m JOIN courier_queues q ON q.id = m.queue_id
+      WHERE (m.receiver_id IS NULL OR m.receiver_id = $1)
+        AND (q.readers IS NULL OR $1 = ANY (q.readers) OR q.created_by = $1)
+      GROUP BY m.queue_id) c
+"""
+"""What the listing must answer, by a plain count of every message (no limits, no index)."""
+
+
+async def store_many(
+    pool: asyncpg.Pool, queue_id: int, sender_id: int, count: int,
+    *, receiver: int | None = None, persistent: bool = True,
+) -> None:  # fmt: skip
+    await pool.execute(
+        "INSERT INTO courier_messages (queue_id, sender_id, receiver_id, priority, body,"
+        " persistent) SELECT $1, $2, $3, 5, 'x', $5 FROM generate_series(1, $4)",
+        queue_id, sender_id, receiver, count, persistent,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("backlog", [0, READABLE_FIRST + 200])
+@pytest.mark.parametrize("cap", [3, repository.MESSAGE_COUNT_CAP])
+async def test_queues_for_me_counts_as_a_plain_count_would_with_few_or_many_to_read(
+    repo: repository.Repository,
+    pool: asyncpg.Pool,
+    writer: models.ClientInfo,
+    reader: models.ClientInfo,
+    backlog: int,
+    cap: int,
+) -> None:
+    for_anyone, mixed, not_mine, guarded, _empty, backlogged = [
+        (await repo.create_queue(name)).id for name in "abcdef"
+    ]
+    await store_many(pool, for_anyone, writer.id, 5)
+    await store_many(pool, for_anyone, writer.id, 2, persistent=False)
+    await store_many(pool, mixed, writer.id, 4, receiver=reader.id)
+    await store_many(pool, mixed, writer.id, 3, receiver=writer.id)
+    await store_many(pool, not_mine, writer.id, 6, receiver=writer.id)
+    await store_many(pool, guarded, writer.id, 5)
+    await pool.execute(
+        "UPDATE courier_queues SET readers = $2, created_by = $3 WHERE id = $1",
+        guarded, [writer.id], writer.id,
+    )  # fmt: skip
+    await store_many(pool, backlogged, writer.id, backlog)
+
+    listed = await pool.fetchrow(
+        "SELECT ids, message_counts FROM courier_queues_for_me_v2($1, $2)", reader.id, cap
+    )
+    expected = await pool.fetchrow(COUNTED_BY_HAND, reader.id, cap)
+
+    assert (listed["ids"], listed["message_counts"]) == (expected["ids"], expected["counts"])
+    assert set(listed["ids"]) == {for_anyone, mixed} | ({backlogged} if backlog else set())
+
+
 async def test_queues_for_me_may_be_empty(
     repo: repository.Repository, reader: models.ClientInfo, queue: models.Queue
 ) -> None:
