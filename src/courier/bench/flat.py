@@ -1,7 +1,8 @@
 """`courier bench flat`: does a pop cost the same with millions of other messages stored?
 
-Each level of background rows gets a fresh database (dropped after the level) on
-one fresh durable embedded PostgreSQL, and its own `courier serve`. Through the
+Each level of background rows gets a fresh database on one fresh durable embedded
+PostgreSQL, and its own `courier serve`; a later level's database is dropped after
+the level, the first level's at the end. Through the
 middleware's setup client (as in `peers`) the measured client is registered and
 the measured queue created; OTHER_CLIENTS other clients and OTHER_QUEUES other
 queues are registered directly. The background is then bulk-loaded straight into
@@ -13,7 +14,8 @@ message for anyone to the measured queue and a pop of it: every pop finds exactl
 one message it may take, among N it may not.
 
 The first level (0 rows by default) is the reference, and it stays up: each later
-level's cycles run in turns of TURN_CYCLES with as many on the reference, so the two
+level's cycles run in turns of TURN_CYCLES with as many on the reference (which goes
+first every other turn, and warms up again before the turns start), so the two
 are measured in the same minutes and the box's drift (which on a shared machine moves
 latency by more than the ±10% asked) falls on both alike. Reported per level:
 p50/p90/p99 of the pop and of the send latency, and each p50 over the reference's
@@ -68,7 +70,8 @@ class Settings:
             "pool_size": self.pool_size,
             "message_size": self.message_size,
             "turn_cycles": TURN_CYCLES,
-            "database": "fresh database per level on a fresh embedded PostgreSQL, durable",
+            "database": "fresh database per level on a fresh embedded PostgreSQL, durable;"
+            " the first level's stays up to be measured in turns with each later one",
         }
 
 
@@ -181,8 +184,8 @@ async def run(settings: Settings, phases: progress.Phases) -> FlatResult:
             async with _prepared(server, first, settings, work, phases) as reference:
                 levels.append(await _alone(reference, settings.samples, phases))
                 for background in later:
-                    async with _prepared(server, background, settings, work, phases) as level:
-                        levels.append(await _in_turns(level, reference, settings.samples, phases))
+                    async with _prepared(server, background, settings, work, phases) as loaded:
+                        levels.append(await _in_turns(loaded, reference, settings.samples, phases))
     return FlatResult(levels, servers)
 
 
@@ -224,11 +227,12 @@ async def _prepared(
     phases: progress.Phases,
 ) -> AsyncIterator[_Prepared]:
     """A fresh database with ``background`` rows, its middleware and a warmed-up client."""
-    prefix = f"bench-{secrets.token_hex(3)}"
+    token = secrets.token_hex(3)
+    prefix = f"bench-{token}"  # names its clients, queues and logs, and its database
     body = workloads.message_body(settings.message_size)
     async with contextlib.AsyncExitStack() as stack:
         dsn = await stack.enter_async_context(
-            database.fresh_database(server, f"courier_flat_{background}_{secrets.token_hex(3)}")
+            database.fresh_database(server, f"courier_flat_{background}_{token}")
         )
         system = peers.Courier(
             dsn, prefix, work / f"logs-{prefix}", middlewares=1, pool_size=settings.pool_size
@@ -246,11 +250,15 @@ async def _prepared(
         phases.note(f"{background:,} other messages: loaded in {loaded - started:.1f} s,"
                     f" vacuumed in {vacuumed - loaded:.1f} s")  # fmt: skip
         (peer,) = await target.open((0,), body, stack)
-        phases.phase(f"{background:,} rows: warm-up", WARMUP_CYCLES, "cycles")
-        await _cycles(peer, WARMUP_CYCLES, _Measured(array.array("q"), array.array("q")))
+        await _warm_up(peer, background, phases)
         yield _Prepared(
             background, stored, loaded - started, vacuumed - loaded, await _table_bytes(dsn), peer
         )
+
+
+async def _warm_up(peer: loop.Peer, background: int, phases: progress.Phases) -> None:
+    phases.phase(f"{background:,} rows: warm-up", WARMUP_CYCLES, "cycles")
+    await _cycles(peer, WARMUP_CYCLES, _Measured(array.array("q"), array.array("q")), phases)
 
 
 async def _alone(prepared: _Prepared, samples: int, phases: progress.Phases) -> Level:
@@ -265,19 +273,21 @@ async def _in_turns(
 ) -> Level:
     """``samples`` cycles on the level and as many on the reference, TURN_CYCLES at a
     time, the two taking turns: both see the box as it was in those minutes."""
+    # The reference sat idle while this level loaded: warm it up again first.
+    await _warm_up(reference.peer, reference.background, phases)
     phases.phase(
         f"{prepared.background:,} rows: send + pop, in turns with {reference.background:,}",
         2 * samples, "cycles",
     )  # fmt: skip
     mine = _Measured(array.array("q"), array.array("q"))
     theirs = _Measured(array.array("q"), array.array("q"))
-    # The reference sat idle while this level loaded: warm it up again first.
-    await _cycles(reference.peer, WARMUP_CYCLES, _Measured(array.array("q"), array.array("q")))
+    turns = [(prepared.peer, mine), (reference.peer, theirs)]
     done = 0
     while done < samples:
         turn = min(TURN_CYCLES, samples - done)
-        await _cycles(prepared.peer, turn, mine)
-        await _cycles(reference.peer, turn, theirs)
+        for peer, into in turns:
+            await _cycles(peer, turn, into)
+        turns.reverse()  # whichever runs second in a turn runs first in the next
         done += turn
         phases.advance(2 * done)
     alongside = Alongside(

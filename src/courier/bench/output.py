@@ -298,8 +298,9 @@ def flat_table(found: flat.FlatResult) -> Table:
     """One row per level of background rows: pop and send percentiles, p50 ratios."""
     table = Table(title="pop and send latency with other messages stored", title_justify="left")
     reference = f"pop p50 ms with {found.reference.background:,}, in turns"
-    for column in ("other messages", "load s", "pop p50 ms", "pop p90 ms", "pop p99 ms",
-                   reference, "pop p50 ratio", "send p50 ms", "send p90 ms", "send p99 ms",
+    table.add_column("other messages", justify="right", min_width=len("10,000,000"))
+    for column in ("load s", "pop p50 ms", "pop p90 ms", "pop p99 ms", reference,
+                   "pop p50 ratio", "send p50 ms", "send p90 ms", "send p99 ms",
                    "send p50 ratio"):  # fmt: skip
         table.add_column(column, justify="right")
     for level in found.levels:
