@@ -141,6 +141,10 @@ def is_generic(scan: dict[str, Any]) -> bool:
 
 
 INDEX_SCANS = {"Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Bitmap Index Scan"}
+WALKS = {"Index Scan", "Index Only Scan"}
+WALKED_TO_A_LIMIT = {"queues_for_me"}
+"""Modes whose scans must walk an index: a bitmap scan reads every matching entry before
+the statement's LIMIT (queues_for_me reads at most 1,000 of the reader's messages)."""
 READ = "SELECT * FROM courier_read_v3($1, $2, $3, $4, $5, 0, NULL)"
 # mode -> (call, arguments, the index that must serve it)
 MODES: dict[str, tuple[str, tuple[object, ...], str]] = {
@@ -217,6 +221,8 @@ async def test_every_read_mode_uses_an_index_on_a_million_messages(
         ]
         assert {node_type for node_type, _ in scans} <= INDEX_SCANS, f"{mode}: {scans}"
         assert not index or index in {name for _, name in scans}, f"{mode}: {scans}"
+        if mode in WALKED_TO_A_LIMIT:
+            assert {node_type for node_type, _ in scans} <= WALKS, f"{mode}: {scans}"
         if call == READ:
             assert runs[-1] and all(map(is_generic, runs[-1])), f"{mode} re-plans: {runs[-1]}"
 
@@ -258,5 +264,20 @@ async def test_every_queue_is_counted_in_one_statement(dsn: str) -> None:
             counting = [plan for plan in plans if scans_of_messages(plan)]
             assert len(counting) == 1, f"{name}: {len(counting)} statements read the messages"
             assert await connection.fetchval(call, *args) == [1] * COUNTED_QUEUES, name
+
+        # Past 1,000 messages to read, the reader's listing counts queue by queue: one
+        # statement more, still not one per queue.
+        await connection.execute(
+            "INSERT INTO courier_messages (queue_id, sender_id, priority, body) "
+            "SELECT (SELECT min(q.id) FROM courier_queues q), $1, 5, 'x' "
+            "FROM generate_series(1, 1000)",
+            reader,
+        )
+        call = COUNTS["queues_for_me"]
+        counting = [
+            plan for plan in await plans_of(connection, call, reader) if scans_of_messages(plan)
+        ]
+        assert len(counting) == 2
+        assert await connection.fetchval(call, reader) == [100] + [1] * (COUNTED_QUEUES - 1)
     finally:
         await connection.close()

@@ -229,12 +229,13 @@ counts queue by queue (migration 0038)."""
 
 COUNTED_BY_HAND = """
 SELECT coalesce(array_agg(c.queue_id ORDER BY c.queue_id), '{}') AS ids,
+       coalesce(array_agg(c.name ORDER BY c.queue_id), '{}') AS names,
        coalesce(array_agg(least(c.n, $2) ORDER BY c.queue_id), '{}') AS counts
-FROM (SELECT m.queue_id, count(*) AS n
+FROM (SELECT m.queue_id, q.name, count(*) AS n
       FROM courier_messages m JOIN courier_queues q ON q.id = m.queue_id
       WHERE (m.receiver_id IS NULL OR m.receiver_id = $1)
         AND (q.readers IS NULL OR $1 = ANY (q.readers) OR q.created_by = $1)
-      GROUP BY m.queue_id) c
+      GROUP BY m.queue_id, q.name) c
 """
 """What the listing must answer, by a plain count of every message (no limits, no index)."""
 
@@ -250,7 +251,12 @@ async def store_many(
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("backlog", [0, READABLE_FIRST + 200])
+READABLE_ELSEWHERE = 11
+"""Messages the test below stores for the reader outside the backlogged queue."""
+
+
+# No backlog; one that makes exactly READABLE_FIRST readable messages; one beyond it.
+@pytest.mark.parametrize("backlog", [0, READABLE_FIRST - READABLE_ELSEWHERE, READABLE_FIRST + 200])
 @pytest.mark.parametrize("cap", [3, repository.MESSAGE_COUNT_CAP])
 async def test_queues_for_me_counts_as_a_plain_count_would_with_few_or_many_to_read(
     repo: repository.Repository,
@@ -276,11 +282,16 @@ async def test_queues_for_me_counts_as_a_plain_count_would_with_few_or_many_to_r
     await store_many(pool, backlogged, writer.id, backlog)
 
     listed = await pool.fetchrow(
-        "SELECT ids, message_counts FROM courier_queues_for_me_v2($1, $2)", reader.id, cap
+        "SELECT ids, names, message_counts FROM courier_queues_for_me_v2($1, $2)", reader.id, cap
     )
     expected = await pool.fetchrow(COUNTED_BY_HAND, reader.id, cap)
 
-    assert (listed["ids"], listed["message_counts"]) == (expected["ids"], expected["counts"])
+    assert sum(await pool.fetchval(COUNTED_BY_HAND, reader.id, None, column=2)) == (
+        READABLE_ELSEWHERE + backlog
+    )
+    assert (listed["ids"], listed["names"], listed["message_counts"]) == (
+        expected["ids"], expected["names"], expected["counts"],
+    )  # fmt: skip
     assert set(listed["ids"]) == {for_anyone, mixed} | ({backlogged} if backlog else set())
 
 

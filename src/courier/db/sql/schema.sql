@@ -1809,7 +1809,7 @@ CREATE INDEX courier_queues_created_by ON courier_queues (created_by)
 -- every queue's messages is then one plan with an index probe per queue, not one
 -- function call per queue (migration 0025). Inlining needs it to stay one SELECT in
 -- LANGUAGE sql, STABLE (not VOLATILE) and not STRICT; a test in test_db_indexes.py
--- fails when the lists read the messages in more than one statement.
+-- fails when the lists read the messages in a statement per queue.
 CREATE FUNCTION courier_counted_messages_v1(p_queue_id bigint, p_reader_id bigint, p_cap integer)
 RETURNS TABLE (n bigint)
 LANGUAGE sql STABLE AS $$
@@ -1910,21 +1910,24 @@ END;
 $$;
 
 -- The queues holding a message the reader may read, with how many (capped). The
--- reader's messages are read first, from every queue it may read in one index scan,
--- up to 1,000 of them; when there are fewer, every count is exact and no other queue
--- costs a probe (migration 0038). A reader with more is counted queue by queue.
+-- reader's messages are read first, from every queue it may read in one index scan
+-- of each partition, up to 1,000 of them; when there are fewer, every count is exact
+-- and no other queue costs a probe (migration 0038). A reader with more is counted
+-- queue by queue.
 CREATE FUNCTION courier_queues_for_me_v2(
     p_reader_id bigint, p_count_cap integer,
     OUT ids bigint[], OUT names text[], OUT message_counts bigint[], OUT exec_ns bigint)
 LANGUAGE plpgsql
 SET enable_seqscan = off  -- see courier_list_queues_v2
+-- A bitmap scan would read every readable message before the LIMIT.
+SET enable_bitmapscan = off
 AS $$
 DECLARE
     v_started timestamptz := clock_timestamp();
     v_readable_first CONSTANT integer := 1000;
     v_seen bigint;
 BEGIN
-    IF p_reader_id IS NOT NULL THEN
+    IF p_reader_id IS NOT NULL AND coalesce(p_count_cap, 1) > 0 THEN
         SELECT coalesce(array_agg(c.queue_id ORDER BY c.queue_id), '{}'),
                coalesce(array_agg(q.name ORDER BY c.queue_id), '{}'),
                coalesce(array_agg(least(c.n, p_count_cap) ORDER BY c.queue_id), '{}'),
