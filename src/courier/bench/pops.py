@@ -32,7 +32,7 @@ import numpy
 
 from courier import errors, models
 from courier.bench import database, defaults, launch, loop, peers, progress, results
-from courier.db import repository
+from courier.db import pools, repository
 from courier.lab import clientpool, workloads
 
 NAME = "pops"
@@ -83,7 +83,9 @@ def process_main(plan: PoppersPlan, control: Connection) -> None:
 async def pop_all(plan: PoppersPlan, control: Connection) -> PoppersReport:
     """Open one connection per reader, wait for go, pop until the queue is empty."""
     size = len(plan.readers)
-    pool = await asyncpg.create_pool(plan.dsn, min_size=size, max_size=size)
+    pool = await asyncpg.create_pool(
+        plan.dsn, min_size=size, max_size=size, server_settings=pools.SESSION_SETTINGS
+    )
     try:
         repo = repository.Repository(pool)
         start_ns = loop.Window.after(await loop.wait_for_go(control), 0.0).start_ns

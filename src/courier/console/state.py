@@ -24,6 +24,7 @@ SESSION_SETTINGS = {
     "enable_bitmapscan": "off",
     "enable_seqscan": "off",
     "plan_cache_mode": "force_custom_plan",
+    "jit": "off",  # see courier.db.pools.SESSION_SETTINGS
 }
 
 

@@ -26,6 +26,20 @@ async def test_a_released_connection_keeps_its_session_as_it_was(dsn: str) -> No
         await pools.close_pool(pool)
 
 
+async def test_pooled_connections_compile_no_plans(dsn: str) -> None:
+    """JIT would compile a plan costed above jit_above_cost for 100-300 ms (see
+    ``pools.SESSION_SETTINGS``); Courier's pools turn it off, whatever the server says."""
+    pool = await pools.open_pool(dsn, POOL)
+    repo = await repository.Repository.connect(dsn, POOL)
+    try:
+        for opened in (pool, repo.pool):
+            async with opened.acquire() as connection:
+                assert await connection.fetchval("SHOW jit") == "off"
+    finally:
+        await repo.close()
+        await pools.close_pool(pool)
+
+
 async def test_a_repository_opened_by_dsn_releases_as_the_middleware_does(dsn: str) -> None:
     """``Repository.connect`` (the controller, the benchmarks' database tier) opens
     the middleware's pool: no reset round trip per call either."""
