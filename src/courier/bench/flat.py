@@ -30,7 +30,7 @@ import secrets
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -108,14 +108,14 @@ class FlatResult:
         return self.levels[0]
 
     def pop_ratio(self, level: Level) -> float | None:
-        reference = self._reference_for(level).pop_latency
+        reference = self.reference_for(level).pop_latency
         return results.ratio(_p50(level.pop_latency), _p50(reference))
 
     def send_ratio(self, level: Level) -> float | None:
-        reference = self._reference_for(level).send_latency
+        reference = self.reference_for(level).send_latency
         return results.ratio(_p50(level.send_latency), _p50(reference))
 
-    def _reference_for(self, level: Level) -> Level | Alongside:
+    def reference_for(self, level: Level) -> Level | Alongside:
         """What ``level`` is compared with: the reference as measured in turns with it."""
         return level.alongside if level.alongside is not None else self.reference
 
@@ -204,8 +204,8 @@ class _Prepared:
         return Level(
             background=self.background, stored=self.stored, samples=samples,
             load_s=self.load_s, vacuum_s=self.vacuum_s, total_bytes=self.total_bytes,
-            empty_pops=measured.empty, send_latency=results.percentiles(_array(measured.sends)),
-            pop_latency=results.percentiles(_array(measured.pops)), alongside=alongside,
+            empty_pops=measured.empty, send_latency=measured.send_latency(),
+            pop_latency=measured.pop_latency(), alongside=alongside,
         )  # fmt: skip
 
 
@@ -213,9 +213,15 @@ class _Prepared:
 class _Measured:
     """Send and pop latencies (ns) of measured cycles, and pops that found nothing."""
 
-    sends: array.array[int]
-    pops: array.array[int]
+    sends: array.array[int] = field(default_factory=lambda: array.array("q"))
+    pops: array.array[int] = field(default_factory=lambda: array.array("q"))
     empty: int = 0
+
+    def send_latency(self) -> results.Latency | None:
+        return results.percentiles(_array(self.sends))
+
+    def pop_latency(self) -> results.Latency | None:
+        return results.percentiles(_array(self.pops))
 
 
 @contextlib.asynccontextmanager
@@ -258,12 +264,12 @@ async def _prepared(
 
 async def _warm_up(peer: loop.Peer, background: int, phases: progress.Phases) -> None:
     phases.phase(f"{background:,} rows: warm-up", WARMUP_CYCLES, "cycles")
-    await _cycles(peer, WARMUP_CYCLES, _Measured(array.array("q"), array.array("q")), phases)
+    await _cycles(peer, WARMUP_CYCLES, _Measured(), phases)
 
 
 async def _alone(prepared: _Prepared, samples: int, phases: progress.Phases) -> Level:
     phases.phase(f"{prepared.background:,} rows: send + pop", samples, "cycles")
-    measured = _Measured(array.array("q"), array.array("q"))
+    measured = _Measured()
     await _cycles(prepared.peer, samples, measured, phases)
     return prepared.level(samples, measured, None)
 
@@ -279,8 +285,7 @@ async def _in_turns(
         f"{prepared.background:,} rows: send + pop, in turns with {reference.background:,}",
         2 * samples, "cycles",
     )  # fmt: skip
-    mine = _Measured(array.array("q"), array.array("q"))
-    theirs = _Measured(array.array("q"), array.array("q"))
+    mine, theirs = _Measured(), _Measured()
     turns = [(prepared.peer, mine), (reference.peer, theirs)]
     done = 0
     while done < samples:
@@ -290,11 +295,7 @@ async def _in_turns(
         turns.reverse()  # whichever runs second in a turn runs first in the next
         done += turn
         phases.advance(2 * done)
-    alongside = Alongside(
-        send_latency=results.percentiles(_array(theirs.sends)),
-        pop_latency=results.percentiles(_array(theirs.pops)),
-        empty_pops=theirs.empty,
-    )
+    alongside = Alongside(theirs.send_latency(), theirs.pop_latency(), theirs.empty)
     return prepared.level(samples, mine, alongside)
 
 

@@ -326,10 +326,7 @@ def flat_plot(found: flat.FlatResult, path: Path) -> None:
         for quantile in ("p50_ms", "p99_ms"):
             values = [getattr(each, quantile, float("nan")) for each in latencies]
             axes.plot(places, values, marker="o", label=f"{name} {quantile[:3]}")
-    alongside = [
-        level.pop_latency if level.alongside is None else level.alongside.pop_latency
-        for level in found.levels
-    ]
+    alongside = [found.reference_for(level).pop_latency for level in found.levels]
     axes.plot(
         places, [getattr(each, "p50_ms", float("nan")) for each in alongside], linestyle="--",
         marker="x", label=f"pop p50 with {found.reference.background:,}, in turns",

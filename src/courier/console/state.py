@@ -10,7 +10,7 @@ import asyncpg
 from starlette.requests import Request
 
 from courier.console import member_rates, node_pools, queries, rates, sessions, settings
-from courier.db import _translate, repository
+from courier.db import _translate, pools, repository
 
 STATE_KEY = "console"
 
@@ -24,7 +24,7 @@ SESSION_SETTINGS = {
     "enable_bitmapscan": "off",
     "enable_seqscan": "off",
     "plan_cache_mode": "force_custom_plan",
-    "jit": "off",  # see courier.db.pools.SESSION_SETTINGS
+    **pools.SESSION_SETTINGS,  # what every pool of Courier's sets (JIT off)
 }
 
 
