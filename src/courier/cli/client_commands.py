@@ -41,6 +41,22 @@ def queue_ref(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
+def client_ref(text: str) -> int | str:
+    """A client argument: an id when it is all digits, else a name."""
+    return int(text) if text.isdigit() else text
+
+
+def receiver_option(text: str) -> Callable[[options.F], options.F]:
+    """--receiver CLIENT: a client's name, or its id when all digits; a name is looked
+    up when the command runs (ClientNotFound, exit 7, when nobody has it)."""
+    return click.option(
+        "--receiver",
+        metavar="CLIENT",
+        callback=lambda ctx, param, value: None if value is None else client_ref(value),
+        help=text,
+    )
+
+
 def read_body(body: str | None, path: str | None = None) -> bytes:
     """The message body as bytes: BODY as UTF-8 text, or the bytes of --file PATH;
     ``-`` for either reads standard input."""
@@ -328,13 +344,14 @@ def persistence_option(what: str) -> Callable[[options.F], options.F]:
     "--jsonl",
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
-    " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
+    " an object with body (or body_base64), receiver (a client id), priority, context,"
+    " delay, ttl,"
     " dedup_id, properties (an object of strings, integers, numbers with a point and"
     " booleans) and persistent (true or false); sent in"
     " batches of up to 1000"
     " messages, each batch all or none.",
 )
-@click.option("--receiver", type=int, help="Only this client id may read it.")
+@receiver_option("Only this client (a name, or an id) may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
@@ -347,7 +364,7 @@ def send(
     queues: tuple[str, ...],
     file: str | None,
     jsonl: bool,
-    receiver: int | None,
+    receiver: int | str | None,
     priority: int,
     context: int | None,
     delay: float | None,
@@ -570,7 +587,7 @@ def extend(delivery: int, seconds: float) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("body")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
-@click.option("--receiver", type=int, help="Only this client id may take the request.")
+@receiver_option("Only this client (a name, or an id) may take the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @property_option("request")
 @common.client_options
@@ -578,7 +595,7 @@ def request(
     queue_name: str,
     body: str,
     timeout: float,
-    receiver: int | None,
+    receiver: int | str | None,
     priority: int,
     properties: dict[str, models.PropertyValue],
 ) -> None:
@@ -600,7 +617,7 @@ def request(
 @click.argument("body")
 @click.option("--to", type=click.File("r"), help="A message from `receive --json`; - is stdin.")
 @click.option("--queue", help="Queue of the request (with --receiver, --context).")
-@click.option("--receiver", type=int, help="Client id of the requester.")
+@receiver_option("The requester: its client name, or its id.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @property_option("reply")
@@ -609,7 +626,7 @@ def reply(
     body: str,
     to: Any,
     queue: str | None,
-    receiver: int | None,
+    receiver: int | str | None,
     context: int | None,
     priority: int,
     properties: dict[str, models.PropertyValue],
