@@ -152,7 +152,7 @@ def unsubscribe(queue_name: str) -> None:
     """End the subscription whose queue is QUEUE (TOPIC:NAME, or its id); the queue
     and its messages go with it (its subscriber, the topic's owner or an admin)."""
     with common.client() as client:
-        queue_id = client.get_queue(client_commands.queue_ref(queue_name)).id
+        queue_id = client.get_queue(client_commands.id_or_name(queue_name)).id
         client.unsubscribe(queue_id)
     common.emit({"unsubscribed": queue_id}, lambda: common.say(f"unsubscribed {queue_name}"))
 
