@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from courier import errors
 from courier.models import (
+    ClientIdentity,
     ClientInfo,
     ClientMode,
     Message,
@@ -41,6 +42,7 @@ __all__ = [
     "AsyncClient",
     "CallRecord",
     "Client",
+    "ClientIdentity",
     "ClientInfo",
     "ClientMode",
     "Message",

@@ -229,6 +229,15 @@ class ClientInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientIdentity:
+    """Another client as any logged-in client may see it (GET_CLIENT): its id and name
+    only, since its mode and whether it is online are no other client's business."""
+
+    id: int
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
 class Verifier:
     """What a server keeps of a client's secret (SCRAM-SHA-256, RFC 5802/7677): the
     PBKDF2 salt and iteration count, StoredKey and ServerKey. The secret cannot be

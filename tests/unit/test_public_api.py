@@ -13,6 +13,7 @@ PUBLIC = {
     "AsyncClient",
     "CallRecord",
     "Client",
+    "ClientIdentity",
     "ClientInfo",
     "ClientMode",
     "Message",

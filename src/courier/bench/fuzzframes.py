@@ -116,6 +116,8 @@ def valid_requests(targets: Targets) -> list[frames.Request]:
     verifier = models.Verifier(bytes(16), 4096, bytes(32), bytes(32))
     found += [frames.SetSecret(client, None, verifier) for client in clients]
     found += [frames.SetClientEnabled(client, None, enabled=True) for client in clients]
+    found += [frames.GetClient(client, None) for client in clients]
+    found += [frames.GetClient(None, name) for name in targets.client_names]
     for name in targets.queue_names:
         found += [frames.CreateQueue(name), frames.GetQueue(queue_id=None, name=name)]
     for queue in queues:
@@ -306,6 +308,7 @@ class FrameMaker:
             (Opcode.CREATE_QUEUE, U16.pack(rng.choice(INTERESTING_U16)) + few),
             (Opcode.LOGIN, b"\x02" + U16.pack(0xFFFF) + few),
             (Opcode.GET_QUEUE, b"\x02" + U16.pack(0xFFFF) + few),
+            (Opcode.GET_CLIENT, b"\x02" + U16.pack(0xFFFF) + few),
         )  # fmt: skip
         opcode, body = rng.choice(variants)
         return frame(opcode, body, self.request_id())
@@ -320,6 +323,7 @@ class FrameMaker:
             (Opcode.CREATE_QUEUE, name),
             (Opcode.LOGIN, b"\x02" + name),
             (Opcode.GET_QUEUE, b"\x02" + name),
+            (Opcode.GET_CLIENT, b"\x02" + name),
             (Opcode.SEND, self._send_head + U32.pack(len(text)) + text),
         )  # fmt: skip
         opcode, body = rng.choice(variants)

@@ -36,9 +36,20 @@ from courier.cli import batch_files, common, options
 ORDER = click.Choice([order.value for order in models.Order])
 
 
-def queue_ref(text: str) -> int | str:
-    """A queue argument: an id when it is all digits, else a name."""
+def id_or_name(text: str) -> int | str:
+    """A queue or client argument: an id when it is all digits, else a name."""
     return int(text) if text.isdigit() else text
+
+
+def receiver_option(text: str) -> Callable[[options.F], options.F]:
+    """--receiver CLIENT: a client's name, or its id when all digits; a name is looked
+    up when the command runs (ClientNotFound, exit 7, when nobody has it)."""
+    return click.option(
+        "--receiver",
+        metavar="CLIENT",
+        callback=lambda ctx, param, value: None if value is None else id_or_name(value),
+        help=text,
+    )
 
 
 def read_body(body: str | None, path: str | None = None) -> bytes:
@@ -133,8 +144,8 @@ def create(name: str) -> None:
 def delete(queue_name: str, if_empty: bool) -> None:
     """Delete QUEUE and every message in it."""
     with common.client() as client:
-        client.delete_queue(queue_ref(queue_name), if_empty=if_empty)
-    common.emit({"deleted": queue_ref(queue_name)}, lambda: common.say(f"deleted {queue_name}"))
+        client.delete_queue(id_or_name(queue_name), if_empty=if_empty)
+    common.emit({"deleted": id_or_name(queue_name)}, lambda: common.say(f"deleted {queue_name}"))
 
 
 @queue.command()
@@ -144,7 +155,7 @@ def show(queue_name: str) -> None:
     """Show QUEUE with its message count, and its access lists to its owner or an
     admin when it has any."""
     with common.client() as client:
-        found = client.get_queue(queue_ref(queue_name))
+        found = client.get_queue(id_or_name(queue_name))
         try:
             acl: models.QueueAcl | None = client.queue_acl(found.id)
         except errors.NotAuthorised:
@@ -171,7 +182,7 @@ def queue_acl(queue_name: str, senders: str | None, readers: str | None, open: b
     if open and (senders is not None or readers is not None):
         raise click.UsageError("give --open, or --senders/--readers, not both")
     with common.client() as client:
-        ref = queue_ref(queue_name)
+        ref = id_or_name(queue_name)
         if open:
             acl = client.set_queue_acl(ref)
         elif senders is None and readers is None:
@@ -241,9 +252,9 @@ def configure(
     """Set how QUEUE treats messages that keep failing or expire, and its limits."""
     with common.client() as client:
         settings = client.configure_queue(
-            queue_ref(queue_name),
+            id_or_name(queue_name),
             max_deliveries=max_deliveries,
-            dead_letter_queue=None if dead_letter_queue is None else queue_ref(dead_letter_queue),
+            dead_letter_queue=None if dead_letter_queue is None else id_or_name(dead_letter_queue),
             dead_letter_expired=dead_letter_expired,
             max_messages=max_messages,
             max_bytes=max_bytes,
@@ -328,13 +339,14 @@ def persistence_option(what: str) -> Callable[[options.F], options.F]:
     "--jsonl",
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
-    " an object with body (or body_base64), receiver, priority, context, delay, ttl,"
+    " an object with body (or body_base64), receiver (a client id), priority, context,"
+    " delay, ttl,"
     " dedup_id, properties (an object of strings, integers, numbers with a point and"
     " booleans) and persistent (true or false); sent in"
     " batches of up to 1000"
     " messages, each batch all or none.",
 )
-@click.option("--receiver", type=int, help="Only this client id may read it.")
+@receiver_option("Only this client (a name, or an id) may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
@@ -347,7 +359,7 @@ def send(
     queues: tuple[str, ...],
     file: str | None,
     jsonl: bool,
-    receiver: int | None,
+    receiver: int | str | None,
     priority: int,
     context: int | None,
     delay: float | None,
@@ -361,7 +373,7 @@ def send(
     names, body = (queues, None) if file is not None else (queues[:-1], queues[-1])
     if not names:
         raise click.UsageError("name at least one queue, then the body")
-    refs = [queue_ref(name) for name in names]
+    refs = [id_or_name(name) for name in names]
     if file is not None and (jsonl or batch_files.is_jsonl(file)):
         if dedup_id is not None:
             raise click.UsageError("with a JSON Lines file, each line carries its own dedup_id")
@@ -428,7 +440,7 @@ def peek(queue_name: str | None, sender: int | None, order: str, selector: str |
     """Show the next message for me without taking it (exit 6 if none)."""
     with common.client() as client:
         message = client.peek(
-            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order,
+            None if queue_name is None else id_or_name(queue_name), sender=sender, order=order,
             selector=selector,
         )  # fmt: skip
     show_message(message)
@@ -446,7 +458,7 @@ def pop(
     """Take the next message for me (exit 6 if none)."""
     with common.client() as client:
         message = client.pop(
-            None if queue_name is None else queue_ref(queue_name), sender=sender, order=order,
+            None if queue_name is None else id_or_name(queue_name), sender=sender, order=order,
             lease=lease, selector=selector,
         )  # fmt: skip
     show_message(message)
@@ -479,13 +491,13 @@ def receive(
     with common.client() as client:
         if max_count is not None:
             messages = client.receive_many(
-                queue_ref(queue_name), max_messages=max_count, timeout=timeout, sender=sender,
+                id_or_name(queue_name), max_messages=max_count, timeout=timeout, sender=sender,
                 order=order, lease=lease, selector=selector,
             )  # fmt: skip
             show_messages(messages, none)
             return
         message = client.receive(
-            queue_ref(queue_name), timeout=timeout, sender=sender, order=order, lease=lease,
+            id_or_name(queue_name), timeout=timeout, sender=sender, order=order, lease=lease,
             selector=selector,
         )  # fmt: skip
     show_message(message, none)
@@ -570,7 +582,7 @@ def extend(delivery: int, seconds: float) -> None:
 @click.argument("queue_name", metavar="QUEUE")
 @click.argument("body")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait.")
-@click.option("--receiver", type=int, help="Only this client id may take the request.")
+@receiver_option("Only this client (a name, or an id) may take the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @property_option("request")
 @common.client_options
@@ -578,7 +590,7 @@ def request(
     queue_name: str,
     body: str,
     timeout: float,
-    receiver: int | None,
+    receiver: int | str | None,
     priority: int,
     properties: dict[str, models.PropertyValue],
 ) -> None:
@@ -586,7 +598,7 @@ def request(
     on timeout)."""
     with common.client() as client:
         answer = client.request(
-            queue_ref(queue_name),
+            id_or_name(queue_name),
             read_body(body),
             timeout=timeout,
             receiver=receiver,
@@ -600,7 +612,7 @@ def request(
 @click.argument("body")
 @click.option("--to", type=click.File("r"), help="A message from `receive --json`; - is stdin.")
 @click.option("--queue", help="Queue of the request (with --receiver, --context).")
-@click.option("--receiver", type=int, help="Client id of the requester.")
+@receiver_option("The requester: its client name, or its id.")
 @click.option("--context", type=int, help="Context of the request.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @property_option("reply")
@@ -609,7 +621,7 @@ def reply(
     body: str,
     to: Any,
     queue: str | None,
-    receiver: int | None,
+    receiver: int | str | None,
     context: int | None,
     priority: int,
     properties: dict[str, models.PropertyValue],
@@ -627,7 +639,7 @@ def reply(
         if request is not None:
             message_id = client.reply(request, body, priority=priority, properties=properties)
         else:
-            target = queue_ref(queue or "")
+            target = id_or_name(queue or "")
             sent = client.send(
                 target, body, receiver=receiver, priority=priority, context=context,
                 properties=properties,

@@ -152,7 +152,7 @@ def unsubscribe(queue_name: str) -> None:
     """End the subscription whose queue is QUEUE (TOPIC:NAME, or its id); the queue
     and its messages go with it (its subscriber, the topic's owner or an admin)."""
     with common.client() as client:
-        queue_id = client.get_queue(client_commands.queue_ref(queue_name)).id
+        queue_id = client.get_queue(client_commands.id_or_name(queue_name)).id
         client.unsubscribe(queue_id)
     common.emit({"unsubscribed": queue_id}, lambda: common.say(f"unsubscribed {queue_name}"))
 
@@ -161,7 +161,7 @@ def unsubscribe(queue_name: str) -> None:
 @click.argument("topic_name", metavar="TOPIC")
 @click.argument("body", required=False)
 @click.option("--file", help="Publish the bytes of this file (- reads stdin).")
-@click.option("--receiver", type=int, help="Only this client id may read the copies.")
+@client_commands.receiver_option("Only this client (a name, or an id) may read the copies.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
 @click.option("--delay", type=float, help="Seconds the copies stay invisible.")
@@ -174,7 +174,7 @@ def publish(
     topic_name: str,
     body: str | None,
     file: str | None,
-    receiver: int | None,
+    receiver: int | str | None,
     priority: int,
     context: int | None,
     delay: float | None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from courier.client.async_client import AsyncClient, ClientOptions, Servers
 from courier.client.batches import Outgoing
+from courier.client.client_refs import ClientRef
 from courier.client.measurement_hook import CallRecord, Recorder
 from courier.client.queue_refs import QueueRef
 from courier.client.sync_client import Client
@@ -13,6 +14,7 @@ __all__ = [
     "CallRecord",
     "Client",
     "ClientOptions",
+    "ClientRef",
     "Outgoing",
     "QueueRef",
     "Recorder",

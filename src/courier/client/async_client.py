@@ -24,6 +24,7 @@ from courier import config, errors, models, protocol, scram
 from courier.client import (
     arguments,
     batches,
+    client_refs,
     clock,
     measurement_hook,
     queue_refs,
@@ -88,6 +89,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
             tls=arguments.tls_context(tls, ca),
         )
         self._queues = queue_refs.QueueNames(self.get_queue)
+        self._clients = client_refs.ClientNames(self.get_client)
 
     # -- connecting ------------------------------------------------------------------
 
@@ -178,6 +180,22 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         request = protocol.SetClientEnabled(client_id, name, enabled)
         await self._session.call(request, protocol.Done)
 
+    async def get_client(self, client: client_refs.ClientRef) -> models.ClientIdentity:
+        """Look a client up by id (int) or by name (str): its id and name, which is all
+        one client may learn of another. ClientNotFound ("no client named 'carol'").
+
+        ``send``, ``request``, ``publish`` and the like take a receiver's name too and
+        look it up here, once per name for the client's life."""
+        client_id, name = (None, client) if isinstance(client, str) else (client, None)
+        try:
+            reply = await self._session.call(
+                protocol.GetClient(client_id, name), protocol.ClientIdentityReply
+            )
+        except errors.ClientNotFound as exc:
+            raise _reworded(exc, client_refs.describe_missing(client)) from None
+        self._clients.remember(reply.client)
+        return reply.client
+
     @property
     def client_id(self) -> int | None:
         """The logged-in client's id (None before login)."""
@@ -224,7 +242,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         """A transaction: sends, publishes and acks buffered, then committed all or
         none (``async with client.transaction() as tx: tx.send(...)``; see
         ``courier.client.transactions``)."""
-        return transactions.Transaction(self._session, self._queues)
+        return transactions.Transaction(self._session, self._queues, self._clients)
 
     # -- queues ----------------------------------------------------------------------
 
@@ -287,7 +305,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         queues: queue_refs.QueueRef | Sequence[queue_refs.QueueRef],
         body: bytes | str,
         *,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
         delay: float | None = None,
@@ -299,11 +317,13 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
     ) -> list[int]:
         """Put a copy of the message in each queue, all or none; the new message ids.
 
-        ``body`` is bytes, or text sent as UTF-8. ``delay`` (seconds) or ``not_before``
-        keeps the copies invisible until then; after ``ttl`` seconds a copy nobody took
-        is dropped (or dead-lettered, if its queue says so). A retry with the same
-        ``dedup_id`` within the server's dedup window stores nothing and returns the
-        first send's ids, so a send retried after a lost reply is stored once.
+        ``body`` is bytes, or text sent as UTF-8. With a ``receiver`` (a client id, or a
+        name, looked up once: ClientNotFound), only that client may read the copies.
+        ``delay`` (seconds) or ``not_before`` keeps the copies invisible until then;
+        after ``ttl`` seconds a copy nobody took is dropped (or dead-lettered, if its
+        queue says so). A retry with the same ``dedup_id`` within the server's dedup
+        window stores nothing and returns the first send's ids, so a send retried after
+        a lost reply is stored once.
         ``properties`` (text keys to text values) travel with the message to its
         reader; BadRequest beyond the limits (64 of them, keys 1 to 255 bytes, values
         up to 4096 bytes of UTF-8). ``persistent=False`` stores the copies without the
@@ -312,6 +332,8 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         modes").
         """
         refs = queue_refs.as_list(queues)
+        if isinstance(receiver, str):  # an id (the common case) costs no await
+            receiver = await self._clients.id(receiver)
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
@@ -424,7 +446,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         queues: queue_refs.QueueRef | Sequence[queue_refs.QueueRef],
         messages: Iterable[bytes | str | batches.Outgoing],
         *,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
         delay: float | None = None,
@@ -438,12 +460,15 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
 
         A message is a body (bytes, or text sent as UTF-8), which takes this call's
         receiver, priority, context, delay, ttl, properties and persistence, or an ``Outgoing``
-        with fields of its own (and a dedup id). One bad message fails the whole batch, naming its
-        number, and nothing is stored. At most 1000 messages, and the server's batch
-        byte limit (1 MiB of bodies by default), per call.
+        with fields of its own (and a dedup id). This call's ``receiver`` may be a client
+        id or name; an ``Outgoing``'s is an id (``get_client`` finds it). One bad message
+        fails the whole batch, naming its number, and nothing is stored. At most 1000
+        messages, and the server's batch byte limit (1 MiB of bodies by default), per call.
         """
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
+        if isinstance(receiver, str):
+            receiver = await self._clients.id(receiver)
         defaults = batches.Defaults(
             receiver,
             priority,
@@ -608,7 +633,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         body: bytes | str,
         *,
         timeout: float,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         properties: models.Properties | None = None,
         persistent: bool = True,
@@ -616,7 +641,8 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         """Send a request and wait up to ``timeout`` seconds for its reply.
 
         The reply is the message in the same queue addressed to me with the request's
-        context. RequestTimeout if none arrives in time.
+        context. RequestTimeout if none arrives in time. ``receiver`` (an id or a name,
+        as for ``send``) lets only that client take the request.
         """
         arguments.milliseconds(timeout)  # refuse a negative timeout before sending anything
         deadline = time.monotonic() + timeout

@@ -146,6 +146,7 @@ class Client:
     set_secret = blocking(async_client.AsyncClient.set_secret)
     disable_client = blocking(async_client.AsyncClient.disable_client)
     enable_client = blocking(async_client.AsyncClient.enable_client)
+    get_client = blocking(async_client.AsyncClient.get_client)
     ping = blocking(async_client.AsyncClient.ping)
     clock_offset = blocking(async_client.AsyncClient.clock_offset)
     create_queue = blocking(async_client.AsyncClient.create_queue)

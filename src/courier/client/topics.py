@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TypeAlias
 
 from courier import models, protocol
-from courier.client import arguments, session
+from courier.client import arguments, client_refs, session
 
 TopicRef: TypeAlias = int | str | models.Topic
 """A topic by id (int), by name (str) or as returned by the client (Topic)."""
@@ -32,9 +32,10 @@ def lookup(topic: TopicRef) -> tuple[int | None, str | None]:
 
 
 class TopicMethods:
-    """Mixed into AsyncClient, which provides the session."""
+    """Mixed into AsyncClient, which provides the session and the client names."""
 
     _session: session.Session
+    _clients: client_refs.ClientNames
 
     async def create_topic(self, name: str) -> models.Topic:
         """TopicExists if the name is taken."""
@@ -88,7 +89,7 @@ class TopicMethods:
         topic: TopicRef,
         body: bytes | str,
         *,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
         delay: float | None = None,
@@ -102,10 +103,12 @@ class TopicMethods:
 
         Returns the message id of each copy by its subscription's queue id: empty when
         the topic has no subscription (nothing is stored). The options are those of
-        ``send``, ``properties`` and ``persistent`` included (every copy carries them);
-        a subscription queue that refuses the message (full, say) fails the whole
-        publish and no copy is stored. TopicNotFound.
+        ``send``, ``receiver`` (an id or a name), ``properties`` and ``persistent``
+        included (every copy carries them); a subscription queue that refuses the
+        message (full, say) fails the whole publish and no copy is stored. TopicNotFound.
         """
+        if isinstance(receiver, str):  # an id costs no await
+            receiver = await self._clients.id(receiver)
         fields = arguments.message_fields(
             body, receiver=receiver, priority=priority, context=context, delay=delay,
             not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,

@@ -25,7 +25,7 @@ from datetime import datetime
 from types import TracebackType
 
 from courier import errors, models, protocol
-from courier.client import arguments, queue_refs, session, topics
+from courier.client import arguments, client_refs, queue_refs, session, topics
 
 MAX_AGE_MS = 0xFFFF_FFFF
 
@@ -35,13 +35,17 @@ Operation = protocol.Send | protocol.Publish | protocol.Ack
 class Transaction:
     """Operations buffered until ``commit``; use it as ``async with``."""
 
-    def __init__(self, link: session.Session, queues: queue_refs.QueueNames) -> None:
+    def __init__(
+        self, link: session.Session, queues: queue_refs.QueueNames, clients: client_refs.ClientNames
+    ) -> None:
         self._session = link
         self._queues = queues
+        self._clients = clients
         self._link = link.connection_now()
         self._started = time.monotonic()
         self._sends: list[tuple[list[queue_refs.QueueRef], protocol.Send]] = []
         self._operations: list[Operation | int] = []  # an int: the index of a send
+        self._receivers: dict[int, str] = {}  # operation index -> receiver named by name
         self._open = True
         self.results: list[list[int]] | None = None
         """After the commit: per operation, in order, the ids it stored."""
@@ -54,7 +58,7 @@ class Transaction:
         queues: queue_refs.QueueRef | list[queue_refs.QueueRef],
         body: bytes | str,
         *,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
         delay: float | None = None,
@@ -64,15 +68,16 @@ class Transaction:
         properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> None:
-        """Send at the commit (as ``AsyncClient.send``)."""
+        """Send at the commit (as ``AsyncClient.send``; a receiver's name is looked up
+        then)."""
         self._check_open()
         fields = arguments.message_fields(
-            body, receiver=receiver, priority=priority, context=context, delay=delay,
-            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
-            persistent=persistent,
+            body, receiver=client_refs.given_id(receiver), priority=priority, context=context,
+            delay=delay, not_before=not_before, ttl=ttl, dedup_id=dedup_id,
+            properties=properties, persistent=persistent,
         )  # fmt: skip
         send = protocol.Send(queue_ids=(), **fields)
-        self._operations.append(len(self._sends))
+        self._add(len(self._sends), receiver)
         self._sends.append((queue_refs.as_list(queues), send))
 
     def publish(
@@ -80,7 +85,7 @@ class Transaction:
         topic: topics.TopicRef,
         body: bytes | str,
         *,
-        receiver: int | None = None,
+        receiver: client_refs.ClientRef | None = None,
         priority: int = models.DEFAULT_PRIORITY,
         context: int | None = None,
         delay: float | None = None,
@@ -90,14 +95,15 @@ class Transaction:
         properties: models.Properties | None = None,
         persistent: bool = True,
     ) -> None:
-        """Publish at the commit (as ``AsyncClient.publish``)."""
+        """Publish at the commit (as ``AsyncClient.publish``; a receiver's name is looked
+        up then)."""
         self._check_open()
         fields = arguments.message_fields(
-            body, receiver=receiver, priority=priority, context=context, delay=delay,
-            not_before=not_before, ttl=ttl, dedup_id=dedup_id, properties=properties,
-            persistent=persistent,
+            body, receiver=client_refs.given_id(receiver), priority=priority, context=context,
+            delay=delay, not_before=not_before, ttl=ttl, dedup_id=dedup_id,
+            properties=properties, persistent=persistent,
         )  # fmt: skip
-        self._operations.append(protocol.Publish(*topics.lookup(topic), **fields))
+        self._add(protocol.Publish(*topics.lookup(topic), **fields), receiver)
 
     def ack(self, delivery: models.Message | int) -> None:
         """Acknowledge a leased message at the commit."""
@@ -139,14 +145,25 @@ class Transaction:
         else:
             await self.rollback()
 
+    def _add(self, operation: Operation | int, receiver: client_refs.ClientRef | None) -> None:
+        """Buffer a checked operation; a receiver named by name is kept aside, to be
+        looked up at the commit (the operation holds None until then)."""
+        if isinstance(receiver, str):
+            self._receivers[len(self._operations)] = receiver
+        self._operations.append(operation)
+
     async def _resolved(self) -> list[Operation]:
-        """The operations with each send's queues as ids (names are looked up now)."""
+        """The operations with each send's queues and each receiver as ids (names are
+        looked up now)."""
         resolved: list[Operation] = []
-        for operation in self._operations:
+        for index, operation in enumerate(self._operations):
             if isinstance(operation, int):
                 refs, send = self._sends[operation]
                 ids = await self._queues.ids(refs)
                 operation = dataclasses.replace(send, queue_ids=ids)
+            name = self._receivers.get(index)
+            if name is not None and not isinstance(operation, protocol.Ack):
+                operation = dataclasses.replace(operation, receiver=await self._clients.id(name))
             resolved.append(operation)
         return resolved
 

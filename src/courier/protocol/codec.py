@@ -15,6 +15,7 @@ from courier.protocol.constants import Opcode
 # Reply types that answer exactly one opcode, so encode can fill the header alone.
 SOLE_OPCODE: dict[type[frames.Reply], int] = {
     frames.Pong: Opcode.PING,
+    frames.ClientIdentityReply: Opcode.GET_CLIENT,
     frames.MessageIdsReply: Opcode.SEND,
     frames.QueueSettingsReply: Opcode.CONFIGURE_QUEUE,
     frames.LoginChallenge: Opcode.LOGIN_START,

@@ -220,6 +220,7 @@ class Opcode(enum.IntEnum):
     LOGIN_PROOF = 0x07
     SET_SECRET = 0x08
     SET_CLIENT_ENABLED = 0x09
+    GET_CLIENT = 0x0A
     CREATE_QUEUE = 0x10
     DELETE_QUEUE = 0x11
     GET_QUEUE = 0x12

@@ -98,6 +98,15 @@ class SetClientEnabled:
 
 
 @dataclass(frozen=True, slots=True)
+class GetClient:
+    """Look a client up by id or by name: exactly one of the two is given. The reply
+    names its id and name only (ClientIdentityReply)."""
+
+    client_id: int | None
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Logout:
     pass
 
@@ -422,6 +431,13 @@ class ClientReply:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientIdentityReply:
+    """What GET_CLIENT tells about another client: its id and name, nothing more."""
+
+    client: models.ClientIdentity
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
     pass
 
@@ -557,6 +573,7 @@ Request: TypeAlias = (
     | LoginProof
     | SetSecret
     | SetClientEnabled
+    | GetClient
     | CreateQueue
     | DeleteQueue
     | GetQueue
@@ -594,6 +611,7 @@ Request: TypeAlias = (
 Reply: TypeAlias = (
     Pong
     | ClientReply
+    | ClientIdentityReply
     | Done
     | LoginChallenge
     | LoginReply
@@ -626,6 +644,7 @@ REQUEST_TYPES: dict[Opcode, type[Request]] = {
     Opcode.LOGIN_PROOF: LoginProof,
     Opcode.SET_SECRET: SetSecret,
     Opcode.SET_CLIENT_ENABLED: SetClientEnabled,
+    Opcode.GET_CLIENT: GetClient,
     Opcode.CREATE_QUEUE: CreateQueue,
     Opcode.DELETE_QUEUE: DeleteQueue,
     Opcode.GET_QUEUE: GetQueue,
@@ -670,6 +689,7 @@ REPLY_TYPES: dict[int, type[Reply]] = {
     Opcode.LOGIN_PROOF: LoginReply,
     Opcode.SET_SECRET: Done,
     Opcode.SET_CLIENT_ENABLED: Done,
+    Opcode.GET_CLIENT: ClientIdentityReply,
     Opcode.CREATE_QUEUE: QueueReply,
     Opcode.DELETE_QUEUE: Done,
     Opcode.GET_QUEUE: QueueReply,

@@ -38,6 +38,9 @@ def write_reply(writer: wire.Writer, reply: frames.Reply) -> None:
             writer.i64(server_time_ns, "server_time_ns")
         case frames.ClientReply(client=client):
             write_client(writer, client)
+        case frames.ClientIdentityReply(client=identity):
+            writer.i64(identity.id, "client.id")
+            writer.name(identity.name, "client.name")
         case frames.Done():
             pass
         case frames.LoginChallenge(nonce=nonce, salt=salt, iterations=iterations):
@@ -340,6 +343,11 @@ def read_client_reply(reader: wire.Reader) -> frames.ClientReply:
     return frames.ClientReply(client=read_client(reader))
 
 
+def read_client_identity_reply(reader: wire.Reader) -> frames.ClientIdentityReply:
+    identity = models.ClientIdentity(id=reader.i64("client.id"), name=reader.name("client.name"))
+    return frames.ClientIdentityReply(client=identity)
+
+
 def read_done(reader: wire.Reader) -> frames.Done:
     return frames.Done()
 
@@ -443,6 +451,7 @@ def read_commit_reply(reader: wire.Reader) -> frames.CommitReply:
 PAYLOAD_READERS: dict[type[frames.Reply], Callable[[wire.Reader], frames.Reply]] = {
     frames.Pong: read_pong,
     frames.ClientReply: read_client_reply,
+    frames.ClientIdentityReply: read_client_identity_reply,
     frames.Done: read_done,
     frames.LoginChallenge: read_login_challenge,
     frames.LoginReply: read_login_reply,

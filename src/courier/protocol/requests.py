@@ -9,7 +9,7 @@ from courier import models
 from courier.protocol import constants, frames, replicated, wire
 from courier.protocol.constants import Opcode
 
-# Login and GetQueue name their target either way; this byte says which.
+# Login, GetClient and GetQueue name their target either way; this byte says which.
 BY_ID = 1
 BY_NAME = 2
 
@@ -51,6 +51,8 @@ def write_request(writer: wire.Writer, request: frames.Request) -> None:
         case frames.SetClientEnabled(client_id=client_id, name=name, enabled=enabled):
             write_lookup(writer, client_id, name, "client_id")
             writer.boolean(enabled, "enabled")
+        case frames.GetClient(client_id=client_id, name=name):
+            write_lookup(writer, client_id, name, "client_id")
         case frames.Cancel(request_id=request_id):
             writer.u32(request_id, "request_id")
         case frames.CreateQueue(name=name):
@@ -375,6 +377,10 @@ def read_login(reader: wire.Reader) -> frames.Login:
     return frames.Login(*read_lookup(reader, "client_id"))
 
 
+def read_get_client(reader: wire.Reader) -> frames.GetClient:
+    return frames.GetClient(*read_lookup(reader, "client_id"))
+
+
 def read_get_queue(reader: wire.Reader) -> frames.GetQueue:
     return frames.GetQueue(*read_lookup(reader, "queue_id"))
 
@@ -687,6 +693,7 @@ READERS: dict[int, Callable[[wire.Reader], frames.Request]] = {
     Opcode.LOGIN_PROOF: read_login_proof,
     Opcode.SET_SECRET: read_set_secret,
     Opcode.SET_CLIENT_ENABLED: read_set_client_enabled,
+    Opcode.GET_CLIENT: read_get_client,
     Opcode.CREATE_QUEUE: read_create_queue,
     Opcode.DELETE_QUEUE: read_delete_queue,
     Opcode.GET_QUEUE: read_get_queue,

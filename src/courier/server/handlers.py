@@ -203,6 +203,19 @@ async def client_id_of(ctx: Context, client_id: int | None, name: str | None) ->
     return (await ctx.services.backend.get_client(name, timing=ctx.timing)).id
 
 
+async def get_client(ctx: Context, request: frames.GetClient) -> frames.ClientIdentityReply:
+    """Any logged-in client may look another up, so the reply holds its id and name
+    only: its mode and whether it is online are not told (docs/protocol.md, "Looking
+    clients up")."""
+    if request.client_id is not None and request.name is not None:
+        raise errors.BadRequest("look a client up by id or by name, not both")
+    key = request.client_id if request.client_id is not None else request.name
+    if key is None:
+        raise errors.BadRequest("look a client up by id or by name")
+    found = await ctx.services.backend.get_client(key, timing=ctx.timing)
+    return frames.ClientIdentityReply(models.ClientIdentity(found.id, found.name))
+
+
 async def logout(ctx: Context, request: frames.Logout) -> SessionChange:
     client = ctx.session.require_client()
     await ctx.services.backend.logout(client.id, ctx.services.instance_id, timing=ctx.timing)
@@ -582,6 +595,7 @@ HANDLERS: dict[int, Handler] = {
     Opcode.LOGIN_PROOF: login_proof,
     Opcode.SET_SECRET: set_secret,
     Opcode.SET_CLIENT_ENABLED: set_client_enabled,
+    Opcode.GET_CLIENT: get_client,
     Opcode.CREATE_QUEUE: create_queue,
     Opcode.DELETE_QUEUE: delete_queue,
     Opcode.GET_QUEUE: get_queue,

@@ -85,6 +85,45 @@ def test_send_peek_pop_and_waiting(courier: Courier, unique: Unique) -> None:
     assert empty.stderr.strip() == "error: no message"
 
 
+def test_receiver_by_name_or_by_id(courier: Courier, unique: Unique) -> None:
+    alice, bob, carol = unique("alice"), unique("bob"), unique("carol")
+    register(courier, alice)
+    bob_id = register(courier, bob)
+    register(courier, carol)
+    queue = unique("q")
+    ok(courier("queue", "create", queue, "--as", alice))
+
+    ok(courier("send", queue, "by name", "--receiver", bob, "--as", alice))
+    ok(courier("send", queue, "by id", "--receiver", str(bob_id), "--as", alice))
+    assert courier("pop", queue, "--as", carol).returncode == 6  # none of it is carol's
+    for body in ("by name", "by id"):
+        popped = as_json(courier("pop", queue, "--as", bob, "--json"))
+        assert (popped["body"], popped["receiver"]) == (body, bob_id)
+
+    nobody = unique("nobody")
+    refused = courier("send", queue, "lost", "--receiver", nobody, "--as", alice)
+    assert refused.returncode == 7  # ClientNotFound
+    assert refused.stderr.strip() == f"error: no client named '{nobody}'"
+    assert as_json(courier("queue", "show", queue, "--as", alice, "--json"))["message_count"] == 0
+
+    pending = courier.spawn(
+        "request", queue, "job", "--receiver", bob, "--timeout", "20", "--as", alice
+    )
+    job = as_json(courier("receive", queue, "--timeout", "20", "--as", bob, "--json"))
+    assert (job["body"], job["receiver"]) == ("job", bob_id)
+    ok(courier("reply", "done", "--to", "-", "--as", bob, input=json.dumps(job)))
+    assert "done" in finished(pending)
+
+    news = unique("news")
+    ok(courier("topic", "create", news, "--as", alice))
+    for subscriber in (bob, carol):
+        ok(courier("subscribe", news, "--as", subscriber))
+    ok(courier("publish", news, "for bob", "--receiver", bob, "--as", alice))
+    assert courier("pop", f"{news}:{carol}", "--as", carol).returncode == 6
+    copy = as_json(courier("pop", f"{news}:{bob}", "--as", bob, "--json"))
+    assert (copy["body"], copy["receiver"]) == ("for bob", bob_id)
+
+
 def test_request_receive_and_reply(courier: Courier, unique: Unique) -> None:
     asker, worker = unique("asker"), unique("worker")
     asker_id = register(courier, asker)
@@ -92,14 +131,15 @@ def test_request_receive_and_reply(courier: Courier, unique: Unique) -> None:
     queue = unique("q")
     ok(courier("queue", "create", queue, "--as", asker))
 
-    for answer_with in ("--to", "explicit"):
+    for answer_with in ("--to", "explicit", "by name"):
         pending = courier.spawn("request", queue, "resize 17", "--timeout", "20", "--as", asker)
         request = as_json(courier("receive", queue, "--timeout", "20", "--as", worker, "--json"))
         assert (request["body"], request["sender"]) == ("resize 17", asker_id)
         if answer_with == "--to":
             reply_args = ["--to", "-"]
         else:
-            reply_args = ["--queue", queue, "--receiver", str(asker_id)]
+            requester = asker if answer_with == "by name" else str(asker_id)
+            reply_args = ["--queue", queue, "--receiver", requester]
             reply_args += ["--context", str(request["context"])]
         replied = courier("reply", f"done via {answer_with}", *reply_args, "--as", worker,
                           input=json.dumps(request))  # fmt: skip

@@ -35,6 +35,8 @@ VALID_REQUESTS: list[frames.Request] = [
     frames.CreateQueue("fuzz-queue"),
     frames.DeleteQueue(FUZZ_QUEUE, if_empty=True),
     frames.GetQueue(queue_id=None, name="fuzz-queue"),
+    frames.GetClient(client_id=None, name="fuzz-nobody"),
+    frames.GetClient(client_id=FUZZ_CLIENT, name=None),
     frames.ListQueues(),
     frames.Send((FUZZ_QUEUE, FUZZ_QUEUE + 1), "héllo".encode(), FUZZ_CLIENT, 5, -3),
     frames.Send((FUZZ_QUEUE,), b"\x00\xff", None, 5, None, 10, 1000, "fuzz"),

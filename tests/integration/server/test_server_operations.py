@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 
 import asyncpg
-from server_harness import Connect, log_in_new
+from server_harness import Connect, log_in_new, raw_frame
 
 from courier import models
 from courier.errors import Status
 from courier.protocol import frames
+from courier.protocol.constants import Opcode
 from helpers.servers import ServerProcess
 
 TIME = models.Order.TIME
@@ -55,6 +56,34 @@ async def test_register_and_login_by_id_and_by_name(
     )
     assert isinstance(await first.ok(frames.Logout()), frames.Done)
     assert isinstance(await second.ok(online), frames.ClientReply)
+
+
+async def test_get_client_by_id_or_by_name_tells_its_id_and_name_only(
+    server: ServerProcess, connect: Connect
+) -> None:
+    asker_conn, bob_conn = await connect(server), await connect(server)
+    asker = await log_in_new(asker_conn, "asker")
+    bob = await log_in_new(bob_conn, "bob", models.ClientMode.READ_ONLY)
+    bob_only = frames.ClientIdentityReply(models.ClientIdentity(bob.id, "bob"))
+    assert await asker_conn.ok(frames.GetClient(bob.id, None)) == bob_only
+    assert await asker_conn.ok(frames.GetClient(None, "bob")) == bob_only
+
+    missing = await asker_conn.call(frames.GetClient(None, "carol"))
+    assert isinstance(missing, frames.ErrorReply)
+    assert (missing.status, missing.message) == (Status.CLIENT_NOT_FOUND, "no client carol")
+    assert await asker_conn.error(frames.GetClient(999_999, None)) == Status.CLIENT_NOT_FOUND
+
+    # Neither (lookup code 0) nor both (an id, then a name) can be encoded: sent by
+    # hand, each is BAD_REQUEST and the connection goes on.
+    neither = b"\x00"
+    both = b"\x01" + bob.id.to_bytes(8, "big") + b"\x02\x00\x03bob"
+    for request_id, body in ((901, neither), (902, both)):
+        asker_conn.send_raw(raw_frame(Opcode.GET_CLIENT, request_id, body))
+        raw, reply = await asker_conn.next_unsolicited()
+        assert (raw.request_id, raw.opcode) == (request_id, Opcode.GET_CLIENT)
+        assert isinstance(reply, frames.ErrorReply) and reply.status == Status.BAD_REQUEST
+    itself = await asker_conn.ok(frames.GetClient(None, "asker"))
+    assert itself == frames.ClientIdentityReply(models.ClientIdentity(asker.id, "asker"))
 
 
 async def test_queue_lifecycle(server: ServerProcess, connect: Connect) -> None:

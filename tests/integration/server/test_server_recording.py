@@ -108,3 +108,6 @@ async def test_mock_server_answers_without_a_database(
     ):
         assert isinstance(await client.ok(request), frames.MessageReply)
     assert isinstance(await client.ok(frames.QueuesForMe()), frames.QueueListReply)
+    # The mock derives a client's id from its name, so a lookup agrees with the login.
+    found = await client.ok(frames.GetClient(None, "anyone"))
+    assert found == frames.ClientIdentityReply(models.ClientIdentity(login.client.id, "anyone"))

@@ -17,6 +17,8 @@ NEEDS_LOGIN: list[frames.Request] = [
     frames.CreateQueue("q"),
     frames.DeleteQueue(1, if_empty=False),
     frames.GetQueue(1, None),
+    frames.GetClient(1, None),
+    frames.GetClient(None, "late"),
     frames.ListQueues(),
     frames.Send((1,), b"x", None, 5, None),
     frames.Read(1, None, models.Order.TIME, pop=False),

@@ -41,6 +41,7 @@ times = st.datetimes(
 
 queues = st.builds(models.Queue, id=ids, name=names, message_count=i64s)
 clients = st.builds(models.ClientInfo, id=ids, name=names, mode=modes, online=st.booleans())
+identities = st.builds(models.ClientIdentity, id=ids, name=names)
 settings = st.builds(
     models.QueueSettings,
     queue=ids,
@@ -72,6 +73,8 @@ requests: st.SearchStrategy[protocol.Request] = st.one_of(
     st.builds(protocol.Login, client_id=st.none(), name=names),
     st.just(protocol.Logout()),
     st.builds(protocol.Cancel, request_id=request_ids),
+    st.builds(protocol.GetClient, client_id=ids, name=st.none()),
+    st.builds(protocol.GetClient, client_id=st.none(), name=names),
     st.builds(protocol.CreateQueue, name=names),
     st.builds(protocol.DeleteQueue, queue_id=ids, if_empty=st.booleans()),
     st.builds(protocol.GetQueue, queue_id=ids, name=st.none()),
@@ -193,6 +196,7 @@ error_statuses = st.sampled_from([s for s in errors.Status if s is not errors.St
 typed_replies: st.SearchStrategy[protocol.Reply] = st.one_of(
     st.builds(protocol.Pong, server_time_ns=i64s),
     st.builds(protocol.ClientReply, client=clients),
+    st.builds(protocol.ClientIdentityReply, client=identities),
     st.just(protocol.Done()),
     st.builds(protocol.QueueReply, queue=queues),
     st.builds(protocol.QueueListReply, queues=st.lists(queues, max_size=5).map(tuple)),

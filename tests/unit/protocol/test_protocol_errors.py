@@ -203,6 +203,7 @@ def test_bad_utf8_is_malformed() -> None:
         (protocol.Opcode.READ, 0, bytes(16) + b"\x07\x00", "order"),
         (protocol.Opcode.READ, 0, bytes(16) + b"\x00\x02", "pop"),
         (protocol.Opcode.LOGIN, 0, b"\x03", "lookup"),
+        (protocol.Opcode.GET_CLIENT, 0, b"\x00", "lookup"),  # neither id nor name
         (protocol.Opcode.PING, 1, b"\x63", "status"),
         (protocol.Opcode.REGISTER, 1, b"\x00" + bytes(8) + b"\x00\x01a\x05\x00", "client.mode"),
     ],
@@ -358,6 +359,8 @@ TEXT: Any = "x"  # a str where bytes belong, as code written for str bodies woul
         (1, protocol.Login(client_id=None, name=None), None, "exactly one"),
         (1, protocol.Login(client_id=3, name="x"), None, "exactly one"),
         (1, protocol.GetQueue(queue_id=None, name=None), None, "exactly one"),
+        (1, protocol.GetClient(client_id=None, name=None), None, "exactly one"),
+        (1, protocol.GetClient(client_id=7, name="bob"), None, "exactly one"),
         (1, protocol.Send((1,), b"x", None, 256, None), None, "priority"),
         (1, protocol.Send((1,), b"x", 0, 5, None), None, "receiver"),
         (1, protocol.Send(tuple(range(1, 65537)), b"x", None, 5, None), None, "len(queue_ids)"),

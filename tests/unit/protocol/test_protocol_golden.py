@@ -29,6 +29,7 @@ NAMESPACE: dict[str, Any] = {
     "QueueAcl": models.QueueAcl,
     "Message": models.Message,
     "ClientInfo": models.ClientInfo,
+    "ClientIdentity": models.ClientIdentity,
     "Draft": models.Draft,
     "Settled": models.Settled,
     "Verifier": models.Verifier,

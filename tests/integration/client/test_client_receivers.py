@@ -1,0 +1,150 @@
+"""Receivers named by name: ``get_client``, and send, request, publish, send_many and
+transactions addressing a client by its name, against real servers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from client_harness import Connect, logged_in, register
+
+import courier
+from courier import errors, models
+from helpers.names import Unique
+from helpers.servers import ServerProcess, address
+
+
+async def test_get_client_by_id_or_by_name(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    asker = await logged_in(connect, servers[0], unique("asker"))
+    bob = unique("bob")
+    bob_id = await register(address(servers[1]), bob)
+    assert await asker.get_client(bob) == models.ClientIdentity(bob_id, bob)
+    assert await asker.get_client(bob_id) == models.ClientIdentity(bob_id, bob)
+    carol = unique("carol")
+    with pytest.raises(errors.ClientNotFound, match=rf"^no client named '{re.escape(carol)}'$"):
+        await asker.get_client(carol)
+    with pytest.raises(errors.ClientNotFound, match=r"^no client with id 999999999$"):
+        await asker.get_client(999_999_999)
+
+
+async def test_a_receiver_named_by_name_is_the_only_one_who_may_take_it(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    bob_name = unique("bob")
+    bob = await logged_in(connect, servers[1], bob_name)
+    carol = await logged_in(connect, servers[0], unique("carol"))
+    queue = await alice.create_queue(unique("q"))
+
+    (sent,) = await alice.send(queue, "for bob", receiver=bob_name)
+    assert await carol.pop(queue) is None
+    message = await bob.pop(queue)
+    assert (message.id, message.text, message.receiver) == (sent, "for bob", bob.client_id)
+
+    many = await alice.send_many(queue, ["one", "two"], receiver=bob_name)
+    assert await carol.pop_many(queue, 10) == []
+    taken = await bob.pop_many(queue, 10)
+    assert [m.id for m in taken] == [ids[0] for ids in many]
+    assert {m.receiver for m in taken} == {bob.client_id}
+
+
+async def test_an_unknown_receiver_name_sends_nothing(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    queue = await alice.create_queue(unique("q"))
+    nobody = unique("nobody")
+    with pytest.raises(errors.ClientNotFound, match=f"no client named '{nobody}'"):
+        await alice.send(queue, "lost", receiver=nobody)
+    with pytest.raises(errors.ClientNotFound, match=f"no client named '{nobody}'"):
+        await alice.send_many(queue, ["lost"], receiver=nobody)
+    assert (await alice.get_queue(queue.id)).message_count == 0
+
+
+async def test_request_to_a_named_receiver_is_answered(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    asker = await logged_in(connect, servers[0], unique("asker"))
+    worker_name = unique("worker")
+    worker = await logged_in(connect, servers[1], worker_name)
+    queue = await asker.create_queue(unique("rpc"))
+
+    async def serve() -> None:
+        job = await worker.receive(queue, timeout=10)
+        assert job is not None and job.receiver == worker.client_id
+        await worker.reply(job, "done")
+
+    serving = asyncio.ensure_future(serve())
+    answer = await asker.request(queue, "work", timeout=10, receiver=worker_name)
+    await serving
+    assert (answer.text, answer.sender, answer.receiver) == (
+        "done", worker.client_id, asker.client_id,
+    )  # fmt: skip
+
+
+async def test_publish_to_a_named_receiver(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice = await logged_in(connect, servers[0], unique("alice"))
+    bob_name = unique("bob")
+    bob = await logged_in(connect, servers[1], bob_name)
+    topic = await alice.create_topic(unique("news"))
+    subscription = await bob.subscribe(topic)
+    copies = await alice.publish(topic, "for bob only", receiver=bob_name)
+    assert list(copies) == [subscription.queue]
+    message = await bob.pop(subscription)
+    assert (message.text, message.receiver) == ("for bob only", bob.client_id)
+
+
+async def test_a_transaction_looks_receiver_names_up_at_its_commit(
+    servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice_name, bob_name = unique("alice"), unique("bob")
+    for name in (alice_name, bob_name):
+        await register(address(servers[0]), name)
+    async with (
+        courier.AsyncClient.connect(address(servers[0]), name=alice_name) as alice,
+        courier.AsyncClient.connect(address(servers[1]), name=bob_name) as bob,
+    ):
+        queue = await alice.create_queue(unique("q"))
+        topic = await alice.create_topic(unique("news"))
+        subscription = await alice.subscribe(topic)
+        async with alice.transaction() as tx:
+            tx.send(queue, "sent", receiver=bob_name)
+            tx.send(queue, "for anyone")
+            tx.publish(topic, "published", receiver=bob_name)
+        first = await alice.pop(queue)
+        assert (first.text, first.receiver) == ("for anyone", None)  # bob's is not alice's
+        assert await alice.pop(subscription) is None
+        mine = await bob.pop(queue)
+        assert (mine.text, mine.receiver) == ("sent", bob.client_id)
+        published = await bob.pop(subscription.queue)
+        assert (published.text, published.receiver) == ("published", bob.client_id)
+
+        with pytest.raises(errors.ClientNotFound, match="no client named 'nobody-at-all'"):
+            async with alice.transaction() as failing:
+                failing.send(queue, "never", receiver="nobody-at-all")
+        assert await bob.pop(queue) is None
+
+
+async def test_a_name_is_looked_up_once_and_an_id_never(
+    servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice_name, bob_name = unique("alice"), unique("bob")
+    await register(address(servers[0]), alice_name)
+    bob_id = await register(address(servers[0]), bob_name)
+    calls: list[courier.CallRecord] = []
+    async with courier.AsyncClient.connect(
+        address(servers[0]), name=alice_name,
+        recorder=lambda row: calls.append(courier.CallRecord._make(row)),
+    ) as alice:  # fmt: skip
+        queue = await alice.create_queue(unique("q"))
+        for receiver in (bob_name, bob_name, bob_id, None):
+            await alice.send(queue, "hi", receiver=receiver)
+    operations = [call.operation for call in calls]
+    assert operations.count("get_client") == 1
+    assert operations.index("get_client") == operations.index("send") - 1
+    assert operations.count("send") == 4
