@@ -41,15 +41,20 @@ def id_or_name(text: str) -> int | str:
     return int(text) if text.isdigit() else text
 
 
-def receiver_option(text: str) -> Callable[[options.F], options.F]:
-    """--receiver CLIENT: a client's name, or its id when all digits; a name is looked
+def client_option(flag: str, text: str) -> Callable[[options.F], options.F]:
+    """``flag`` CLIENT: a client's name, or its id when all digits; a name is looked
     up when the command runs (ClientNotFound, exit 7, when nobody has it)."""
     return click.option(
-        "--receiver",
+        flag,
         metavar="CLIENT",
         callback=lambda ctx, param, value: None if value is None else id_or_name(value),
         help=text,
     )
+
+
+def receiver_option(text: str) -> Callable[[options.F], options.F]:
+    """--receiver CLIENT (see ``client_option``)."""
+    return client_option("--receiver", text)
 
 
 def read_body(body: str | None, path: str | None = None) -> bytes:
@@ -420,7 +425,8 @@ def read_options(command: Any) -> Any:
         help="Only messages whose properties match, e.g. \"kind = 'order' AND amount > 100\""
         " (=, <>, <, <=, >, >=, [NOT] IN (...), IS [NOT] NULL, AND, OR, NOT; docs/selectors.md).",
     )(command)
-    command = click.option("--sender", type=int, help="Only messages from this client id.")(command)
+    sender = client_option("--sender", "Only messages from this client (a name, or an id).")
+    command = sender(command)
     return click.option("--order", type=ORDER, default="time", show_default=True)(command)
 
 
@@ -436,7 +442,9 @@ lease_option = click.option(
 @click.argument("queue_name", metavar="[QUEUE]", required=False)
 @read_options
 @common.client_options
-def peek(queue_name: str | None, sender: int | None, order: str, selector: str | None) -> None:
+def peek(
+    queue_name: str | None, sender: int | str | None, order: str, selector: str | None
+) -> None:
     """Show the next message for me without taking it (exit 6 if none)."""
     with common.client() as client:
         message = client.peek(
@@ -452,7 +460,7 @@ def peek(queue_name: str | None, sender: int | None, order: str, selector: str |
 @lease_option
 @common.client_options
 def pop(
-    queue_name: str | None, sender: int | None, order: str, selector: str | None,
+    queue_name: str | None, sender: int | str | None, order: str, selector: str | None,
     lease: float | None,
 ) -> None:  # fmt: skip
     """Take the next message for me (exit 6 if none)."""
@@ -481,7 +489,7 @@ def receive(
     queue_name: str,
     timeout: float,
     max_count: int | None,
-    sender: int | None,
+    sender: int | str | None,
     order: str,
     selector: str | None,
     lease: float | None,

@@ -350,25 +350,28 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         self,
         queue: queue_refs.QueueRef | None = None,
         *,
-        sender: int | None = None,
+        sender: client_refs.ClientRef | None = None,
         order: models.Order | str = models.Order.TIME,
         selector: str | None = None,
     ) -> models.Message | None:
         """The first message visible to me (left in place), or None. QueueNotFound.
-        With a ``selector``, the first one it matches (BadSelector if it does not
-        parse; see docs/selectors.md)."""
+        With a ``sender`` (a client id, or a name looked up once: ClientNotFound), only
+        that client's messages; with no queue, from every queue I may read. With a
+        ``selector``, the first one it matches (BadSelector if it does not parse; see
+        docs/selectors.md)."""
         return await self._read(queue, sender, order, pop=False, selector=selector)
 
     async def pop(
         self,
         queue: queue_refs.QueueRef | None = None,
         *,
-        sender: int | None = None,
+        sender: client_refs.ClientRef | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
         selector: str | None = None,
     ) -> models.Message | None:
-        """Take the first message visible to me, or None. QueueNotFound.
+        """Take the first message visible to me, or None (``sender`` as for ``peek``).
+        QueueNotFound.
 
         Without a lease the message is deleted as it is read (at most once: lost if
         the reply is). With ``lease`` seconds it stays stored but invisible until you
@@ -384,7 +387,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         queue: queue_refs.QueueRef,
         *,
         timeout: float,
-        sender: int | None = None,
+        sender: client_refs.ClientRef | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
         selector: str | None = None,
@@ -400,10 +403,11 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         request_order, timeout_ms = arguments.order(order), arguments.milliseconds(timeout)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
         wanted = arguments.selector(selector)
+        sender_id = await self._clients.id(sender) if isinstance(sender, str) else sender
 
         async def receive(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Receive(
-                queue_id=ids[0], sender_id=sender, order=request_order, timeout_ms=timeout_ms,
+                queue_id=ids[0], sender_id=sender_id, order=request_order, timeout_ms=timeout_ms,
                 lease_ms=lease_ms, selector=wanted,
             )  # fmt: skip
             try:
@@ -493,7 +497,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         *,
         max_messages: int,
         timeout: float = 0.0,
-        sender: int | None = None,
+        sender: client_refs.ClientRef | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
         min_messages: int = 1,
@@ -517,10 +521,11 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         window_ms = arguments.milliseconds(max_wait)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
         wanted = arguments.selector(selector)
+        sender_id = await self._clients.id(sender) if isinstance(sender, str) else sender
 
         async def receive_many(ids: tuple[int, ...]) -> list[models.Message]:
             request = protocol.ReceiveMany(
-                queue_id=ids[0], sender_id=sender, order=request_order, max_messages=count,
+                queue_id=ids[0], sender_id=sender_id, order=request_order, max_messages=count,
                 timeout_ms=timeout_ms, lease_ms=lease_ms, min_messages=least,
                 max_wait_ms=window_ms, selector=wanted,
             )  # fmt: skip
@@ -539,7 +544,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         queue: queue_refs.QueueRef,
         max_messages: int,
         *,
-        sender: int | None = None,
+        sender: client_refs.ClientRef | None = None,
         order: models.Order | str = models.Order.TIME,
         lease: float | None = None,
         selector: str | None = None,
@@ -696,7 +701,7 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
     async def _read(
         self,
         queue: queue_refs.QueueRef | None,
-        sender: int | None,
+        sender: client_refs.ClientRef | None,
         order: models.Order | str,
         *,
         pop: bool,
@@ -706,10 +711,11 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         read_order = arguments.order(order)
         lease_ms = arguments.positive_ms(lease, "lease") or 0
         wanted = arguments.selector(selector)
+        sender_id = await self._clients.id(sender) if isinstance(sender, str) else sender
 
         async def read(ids: tuple[int, ...]) -> models.Message | None:
             request = protocol.Read(
-                queue_id=ids[0] if ids else None, sender_id=sender, order=read_order, pop=pop,
+                queue_id=ids[0] if ids else None, sender_id=sender_id, order=read_order, pop=pop,
                 lease_ms=lease_ms, selector=wanted,
             )  # fmt: skip
             try:

@@ -100,6 +100,14 @@ def test_receiver_by_name_or_by_id(courier: Courier, unique: Unique) -> None:
         popped = as_json(courier("pop", queue, "--as", bob, "--json"))
         assert (popped["body"], popped["receiver"]) == (body, bob_id)
 
+    ok(courier("send", queue, "from carol", "--as", carol))
+    ok(courier("send", queue, "from alice", "--as", alice))
+    from_alice = as_json(courier("pop", queue, "--sender", alice, "--as", bob, "--json"))
+    assert from_alice["body"] == "from alice"
+    unknown = courier("peek", queue, "--sender", unique("nobody"), "--as", bob)
+    assert unknown.returncode == 7  # ClientNotFound
+    assert as_json(courier("pop", queue, "--as", bob, "--json"))["body"] == "from carol"
+
     nobody = unique("nobody")
     refused = courier("send", queue, "lost", "--receiver", nobody, "--as", alice)
     assert refused.returncode == 7  # ClientNotFound

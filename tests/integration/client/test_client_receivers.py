@@ -148,3 +148,27 @@ async def test_a_name_is_looked_up_once_and_an_id_never(
     assert operations.count("get_client") == 1
     assert operations.index("get_client") == operations.index("send") - 1
     assert operations.count("send") == 4
+
+
+async def test_reads_keep_to_a_sender_named_by_name(
+    connect: Connect, servers: list[ServerProcess], unique: Unique
+) -> None:
+    alice_name = unique("alice")
+    alice = await logged_in(connect, servers[0], alice_name)
+    carol = await logged_in(connect, servers[0], unique("carol"))
+    bob = await logged_in(connect, servers[1], unique("bob"))
+    queue = await alice.create_queue(unique("q"))
+    await carol.send(queue, "from carol")
+    firsts = [(await alice.send(queue, f"from alice {n}"))[0] for n in range(4)]
+
+    peeked = await bob.peek(queue, sender=alice_name)
+    assert (peeked.id, peeked.sender) == (firsts[0], alice.client_id)
+    assert (await bob.peek(sender=alice_name)).id == firsts[0]  # no queue: every queue
+    assert (await bob.pop(queue, sender=alice_name)).id == firsts[0]
+    assert (await bob.receive(queue, timeout=5, sender=alice_name)).id == firsts[1]
+    assert [m.id for m in await bob.pop_many(queue, 10, sender=alice_name)] == firsts[2:]
+    nobody = unique("nobody")
+    with pytest.raises(errors.ClientNotFound, match=f"no client named '{nobody}'"):
+        await bob.pop(queue, sender=nobody)
+    assert (await bob.pop(queue, sender=alice_name)) is None
+    assert (await bob.pop(queue)).text == "from carol"  # the unknown name took nothing
