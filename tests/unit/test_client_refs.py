@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from courier import errors, models
-from courier.client import client_refs
+from courier.client import batches, client_refs
 from courier.protocol import frames
 from courier.server import handlers
 
@@ -56,6 +56,28 @@ def test_ids_pass_as_they_are_and_names_wait_for_their_lookup() -> None:
     assert client_refs.given_id(None) is None
     assert client_refs.given_id("bob") is None
     assert client_refs.describe_missing(7) == "no client with id 7"
+
+
+async def test_a_batch_has_its_receiver_names_looked_up_once_each() -> None:
+    lookups = Lookups({"bob": 4, "carol": 9})
+    batch = [
+        batches.Outgoing("a", receiver="bob"), "plain", batches.Outgoing("b", receiver=7),
+        batches.Outgoing("c", receiver="carol"), batches.Outgoing("d", receiver="bob"),
+    ]  # fmt: skip
+    named = await batches.with_receiver_ids(batch, lookups.names.id)
+    assert [m if isinstance(m, str) else m.receiver for m in named] == [4, "plain", 7, 9, 4]
+    assert sorted(lookups.asked) == ["bob", "carol"]
+    drafts = batches.drafts(named, batches.Defaults(receiver=2))
+    assert [d.receiver for d in drafts] == [4, 2, 7, 9, 4]
+
+
+async def test_a_batch_without_names_comes_back_as_it_is() -> None:
+    lookups = Lookups({})
+    batch = ["plain", batches.Outgoing("b", receiver=7), batches.Outgoing("c")]
+    assert await batches.with_receiver_ids(batch, lookups.names.id) == tuple(batch)
+    assert lookups.asked == []
+    with pytest.raises(TypeError, match="looked up first"):
+        batches.drafts([batches.Outgoing("x", receiver="bob")], batches.Defaults())
 
 
 @pytest.mark.parametrize(

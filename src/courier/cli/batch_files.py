@@ -1,7 +1,8 @@
 """Messages from a JSON Lines file, for ``courier send --file messages.jsonl``.
 
 Each line is one message: a JSON string (the body, as text), or an object with
-``body`` (text) or ``body_base64`` (bytes), and any of ``receiver``, ``priority``,
+``body`` (text) or ``body_base64`` (bytes), and any of ``receiver`` (a client id or
+name), ``priority``,
 ``context``, ``delay``, ``ttl`` (seconds), ``dedup_id``, ``properties`` (an
 object of strings) and ``persistent`` (true or false: false skips the database's
 write-ahead log). Blank lines are skipped.
@@ -23,7 +24,7 @@ from courier import config, models, protocol
 from courier.client import Outgoing
 
 FIELDS: dict[str, tuple[type, ...]] = {
-    "receiver": (int,),
+    "receiver": (int, str),  # a client id, or its name
     "priority": (int,),
     "context": (int,),
     "delay": (int, float),
@@ -31,6 +32,13 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "dedup_id": (str,),
 }
 """The fields a line may give besides its body, and the JSON types each takes."""
+KINDS: dict[tuple[type, ...], str] = {
+    (int, str): "a client id or name",
+    (int,): "an integer",
+    (int, float): "a number",
+    (str,): "a string",
+}
+"""How an error names what a field takes."""
 BATCH_BYTES = config.Limits().max_batch_bytes
 
 
@@ -76,9 +84,7 @@ def outgoing(data: Any) -> Outgoing:
         value = data.get(name)
         # bool is an int to Python, never to a reader of the file
         if value is not None and (isinstance(value, bool) or not isinstance(value, types)):
-            kind = (
-                "a string" if str in types else "an integer" if float not in types else "a number"
-            )
+            kind = KINDS[types]
             raise ValueError(f"{name} is {kind}, not {json.dumps(value)}")
     body = (
         base64.b64decode(data["body_base64"], validate=True)

@@ -344,7 +344,7 @@ def persistence_option(what: str) -> Callable[[options.F], options.F]:
     "--jsonl",
     is_flag=True,
     help="Read --file as JSON Lines whatever its name: each line a JSON string (the body) or"
-    " an object with body (or body_base64), receiver (a client id), priority, context,"
+    " an object with body (or body_base64), receiver (a client name or id), priority, context,"
     " delay, ttl,"
     " dedup_id, properties (an object of strings, integers, numbers with a point and"
     " booleans) and persistent (true or false); sent in"

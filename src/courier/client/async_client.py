@@ -464,10 +464,11 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
 
         A message is a body (bytes, or text sent as UTF-8), which takes this call's
         receiver, priority, context, delay, ttl, properties and persistence, or an ``Outgoing``
-        with fields of its own (and a dedup id). This call's ``receiver`` may be a client
-        id or name; an ``Outgoing``'s is an id (``get_client`` finds it). One bad message
-        fails the whole batch, naming its number, and nothing is stored. At most 1000
-        messages, and the server's batch byte limit (1 MiB of bodies by default), per call.
+        with fields of its own (and a dedup id). A receiver, the call's or an
+        ``Outgoing``'s, is a client id or name (each name looked up once: ClientNotFound,
+        and nothing is sent). One bad message fails the whole batch, naming its number,
+        and nothing is stored. At most 1000 messages, and the server's batch byte limit
+        (1 MiB of bodies by default), per call.
         """
         refs = queue_refs.as_list(queues)
         arguments.check_priority(priority)
@@ -483,7 +484,8 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
             arguments.message_properties(properties),
             persistent,
         )
-        drafts = batches.drafts(messages, defaults)
+        named = await batches.with_receiver_ids(messages, self._clients.id)
+        drafts = batches.drafts(named, defaults)
 
         async def send_many(ids: tuple[int, ...]) -> list[list[int]]:
             reply = await self._session.call(protocol.SendMany(ids, drafts), protocol.BatchIdsReply)

@@ -8,7 +8,8 @@ or ``Outgoing`` messages, whose own fields win where they are given:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -20,10 +21,11 @@ MAX_BATCH = protocol.MAX_BATCH_MESSAGES
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One message of a ``send_many``; a field left None takes the call's value."""
+    """One message of a ``send_many``; a field left None takes the call's value. The
+    receiver is a client id, or its name (looked up before the batch is sent)."""
 
     body: bytes | str
-    receiver: int | None = None
+    receiver: int | str | None = None
     priority: int | None = None
     context: int | None = None
     delay: float | None = None
@@ -48,9 +50,29 @@ class Defaults:
     persistent: bool = True
 
 
-def drafts(
-    messages: Iterable[bytes | str | Outgoing], defaults: Defaults
-) -> tuple[models.Draft, ...]:
+Message = bytes | str | Outgoing
+
+
+async def with_receiver_ids(
+    messages: Iterable[Message], lookup: Callable[[str], Awaitable[int]]
+) -> tuple[Message, ...]:
+    """The batch, each ``Outgoing`` whose receiver is a name given its id instead
+    (``lookup``: ClientNotFound). A batch naming no receiver by name comes back as
+    it is, for the price of one look at each message."""
+    batch = tuple(messages)
+    names = {m.receiver for m in batch if type(m) is Outgoing and type(m.receiver) is str}
+    if not names:
+        return batch
+    ids = {name: await lookup(name) for name in sorted(names)}
+    return tuple(
+        dataclasses.replace(m, receiver=ids[m.receiver])
+        if type(m) is Outgoing and type(m.receiver) is str
+        else m
+        for m in batch
+    )
+
+
+def drafts(messages: Iterable[Message], defaults: Defaults) -> tuple[models.Draft, ...]:
     """The batch as the wire carries it; BadRequest before anything is sent when it is
     empty, too long, or a message in it is malformed (its number said)."""
     batch = tuple(messages)
@@ -88,9 +110,12 @@ def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
     if not isinstance(message, Outgoing):
         message = Outgoing(message)
     timed = message.delay is not None or message.not_before is not None
+    receiver = defaults.receiver if message.receiver is None else message.receiver
+    if isinstance(receiver, str):
+        raise TypeError(f"receiver {receiver!r}: names are looked up first (with_receiver_ids)")
     return models.Draft(**arguments.message_fields(
         message.body,
-        receiver=defaults.receiver if message.receiver is None else message.receiver,
+        receiver=receiver,
         priority=defaults.priority if message.priority is None else message.priority,
         context=defaults.context if message.context is None else message.context,
         delay=message.delay if timed else defaults.delay,

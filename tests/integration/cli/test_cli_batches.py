@@ -54,7 +54,8 @@ def test_a_bad_line_is_named_and_nothing_is_sent(
     assert refused.returncode == 2 and "line 2" in refused.stderr and "colour" in refused.stderr
     for line, said in (('{"body": "x", "priority": "high"}', 'priority is an integer, not "high"'),
                        ('{"body": 5}', "body is a JSON string, not 5"),
-                       ('{"body": "x", "receiver": true}', "receiver is an integer, not true"),
+                       ('{"body": "x", "receiver": true}',
+                        "receiver is a client id or name, not true"),
                        ("not json", "line 1: not JSON")):  # fmt: skip
         source.write_text(line + "\n")
         wrong = courier("send", queue, "--file", str(source), "--as", me)
@@ -62,4 +63,25 @@ def test_a_bad_line_is_named_and_nothing_is_sent(
     stdin = courier("send", queue, "--file", "-", "--jsonl", "--as", me,
                     input='"a"\n{"body": "b", "priority": 0}\n')  # fmt: skip
     assert stdin.returncode != 0 and "message 2 of the batch" in stdin.stderr
+    assert courier("pop", queue, "--as", me).returncode == 6
+
+
+def test_a_jsonl_line_names_its_receiver_by_name_or_id(
+    courier: Courier, unique: Unique, tmp_path: Path
+) -> None:
+    me, bob, carol, queue = unique("bulk"), unique("bob"), unique("carol"), unique("jobs")
+    ids = {name: as_json(courier("register", name, "--json"))["id"] for name in (me, bob, carol)}
+    bob_id = ids[bob]
+    ok(courier("queue", "create", queue, "--as", me))
+    source = tmp_path / "addressed.jsonl"
+    lines = [{"body": "by name", "receiver": bob}, {"body": "by id", "receiver": bob_id}]
+    source.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    ok(courier("send", queue, "--file", str(source), "--as", me))
+    assert courier("pop", queue, "--as", carol).returncode == 6  # neither is carol's
+    taken = as_json(courier("receive", queue, "--max", "10", "--as", bob, "--json"))
+    assert [(m["body"], m["receiver"]) for m in taken] == [("by name", bob_id), ("by id", bob_id)]
+
+    source.write_text(json.dumps({"body": "lost", "receiver": "nobody-" + me}) + "\n")
+    refused = courier("send", queue, "--file", str(source), "--as", me)
+    assert refused.returncode == 7 and f"no client named 'nobody-{me}'" in refused.stderr
     assert courier("pop", queue, "--as", me).returncode == 6

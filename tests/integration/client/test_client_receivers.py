@@ -50,6 +50,13 @@ async def test_a_receiver_named_by_name_is_the_only_one_who_may_take_it(
     assert [m.id for m in taken] == [ids[0] for ids in many]
     assert {m.receiver for m in taken} == {bob.client_id}
 
+    own = [courier.Outgoing("mine", receiver=bob_name), "anyone's", courier.Outgoing("id")]
+    mixed = await alice.send_many(queue, own, receiver=carol.client_id)
+    assert [m.id for m in await bob.pop_many(queue, 10)] == [mixed[0][0]]
+    assert [(m.text, m.receiver) for m in await carol.pop_many(queue, 10)] == [
+        ("anyone's", carol.client_id), ("id", carol.client_id),
+    ]  # fmt: skip
+
 
 async def test_an_unknown_receiver_name_sends_nothing(
     connect: Connect, servers: list[ServerProcess], unique: Unique
