@@ -16,8 +16,7 @@ from courier.server import handlers
 
 
 class Lookups:
-    """GET_CLIENT as a table, noting every name asked for; like the client's, it
-    remembers what it found."""
+    """GET_CLIENT as a table, noting every name asked for."""
 
     def __init__(self, table: dict[str, int]) -> None:
         self.table = table
@@ -28,9 +27,7 @@ class Lookups:
         self.asked.append(name)
         if name not in self.table:
             raise errors.ClientNotFound(client_refs.describe_missing(name))
-        found = models.ClientIdentity(self.table[name], name)
-        self.names.remember(found)
-        return found
+        return models.ClientIdentity(self.table[name], name)
 
 
 async def test_a_name_is_looked_up_once_then_served_from_the_cache() -> None:
@@ -58,26 +55,30 @@ def test_ids_pass_as_they_are_and_names_wait_for_their_lookup() -> None:
     assert client_refs.describe_missing(7) == "no client with id 7"
 
 
-async def test_a_batch_has_its_receiver_names_looked_up_once_each() -> None:
-    lookups = Lookups({"bob": 4, "carol": 9})
+def test_a_batch_naming_receivers_asks_for_all_their_ids_then_drafts_with_them() -> None:
     batch = [
         batches.Outgoing("a", receiver="bob"), "plain", batches.Outgoing("b", receiver=7),
         batches.Outgoing("c", receiver="carol"), batches.Outgoing("d", receiver="bob"),
     ]  # fmt: skip
-    named = await batches.with_receiver_ids(batch, lookups.names.id)
-    assert [m if isinstance(m, str) else m.receiver for m in named] == [4, "plain", 7, 9, 4]
-    assert sorted(lookups.asked) == ["bob", "carol"]
-    drafts = batches.drafts(named, batches.Defaults(receiver=2))
+    defaults = batches.Defaults(receiver=2)
+    with pytest.raises(batches.NamedReceivers) as named:
+        batches.drafts(batch, defaults)
+    assert named.value.names == {"bob", "carol"}
+    with pytest.raises(batches.NamedReceivers) as still:
+        batches.drafts(batch, defaults, {"bob": 4})
+    assert still.value.names == {"carol"}
+    drafts = batches.drafts(batch, defaults, {"bob": 4, "carol": 9})
     assert [d.receiver for d in drafts] == [4, 2, 7, 9, 4]
 
 
-async def test_a_batch_without_names_comes_back_as_it_is() -> None:
-    lookups = Lookups({})
-    batch = ["plain", batches.Outgoing("b", receiver=7), batches.Outgoing("c")]
-    assert await batches.with_receiver_ids(batch, lookups.names.id) == tuple(batch)
-    assert lookups.asked == []
-    with pytest.raises(TypeError, match="looked up first"):
-        batches.drafts([batches.Outgoing("x", receiver="bob")], batches.Defaults())
+def test_a_bad_batch_is_refused_before_any_name_is_asked_for() -> None:
+    named = batches.Outgoing("a", receiver="bob")
+    with pytest.raises(errors.BadRequest, match="message 2 of the batch"):
+        batches.drafts([named, batches.Outgoing("b", priority=99)], batches.Defaults())
+    with pytest.raises(errors.BadRequest, match="at most"):
+        batches.drafts([named] * (batches.MAX_BATCH + 1), batches.Defaults())
+    with pytest.raises(TypeError, match="looked up before"):
+        batches.drafts(["x"], batches.Defaults(receiver="bob"))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

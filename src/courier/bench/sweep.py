@@ -5,9 +5,10 @@ makes a fresh empty queue, spreads the clients over the client processes (spawne
 one uvloop loop each), lets them all start at one instant, and collects their
 latencies; then it stops the system before the next one starts, so that nothing of
 one system runs while another is measured. With ``--rounds`` the whole sweep runs
-again, the systems in the reverse order every other round, so that a slow drift of
-the machine's pace favours none of them. Everything it started is stopped at the
-end, also on Ctrl-C or on an error.
+again, the systems and each system's levels in the reverse order every other round,
+so that a slow drift of the machine's pace favours no system, and no level of one
+against another. Everything it started is stopped at the end, also on Ctrl-C or on
+an error.
 """
 
 from __future__ import annotations
@@ -117,9 +118,10 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
     return outcome
 
 
-def in_turn(systems: list[T], round_number: int) -> list[T]:
-    """The order of a round: as given in odd rounds, reversed in even ones."""
-    return systems if round_number % 2 else systems[::-1]
+def in_turn(items: list[T], round_number: int) -> list[T]:
+    """The order of a round, of its systems and of each system's levels: as given in
+    odd rounds, reversed in even ones."""
+    return items if round_number % 2 else items[::-1]
 
 
 def _names(prefix: str, round_number: int, mode: str) -> str:
@@ -186,7 +188,7 @@ async def _run_system(
         async with system.running(max(settings.clients)):
             if system.version:
                 outcome.versions[system.name] = system.version
-            for clients in settings.clients:
+            for clients in in_turn(list(settings.clients), round_number):
                 try:
                     async with system.level(clients) as target:
                         result = await run_level(system.name, target, clients, settings,

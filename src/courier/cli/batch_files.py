@@ -100,6 +100,11 @@ def outgoing(data: Any) -> Outgoing:
     )
 
 
+def receiver_names(messages: Iterable[Outgoing]) -> list[str]:
+    """The receivers the lines name by name, each once, in order."""
+    return list(dict.fromkeys(m.receiver for m in messages if isinstance(m.receiver, str)))
+
+
 def line_persistence(value: Any) -> bool | None:
     """A line's ``persistent``: true or false (absent: the command's choice)."""
     if value is not None and not isinstance(value, bool):

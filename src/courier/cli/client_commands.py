@@ -2,8 +2,9 @@
 
 Each command connects, logs in as --as NAME, does one thing and logs out; the
 interactive shell (`courier shell`) runs the very same commands on its own client.
-Queues are named by name, or by id when the argument is all digits. Exit codes and
-the shared options are listed in ``courier.cli.common``.
+Queues and clients (--receiver, --sender) are named by name, or by id when the
+argument is all digits. Exit codes and the shared options are listed in
+``courier.cli.common``.
 
 Request/reply from the command line:
 
@@ -37,8 +38,9 @@ ORDER = click.Choice([order.value for order in models.Order])
 
 
 def id_or_name(text: str) -> int | str:
-    """A queue or client argument: an id when it is all digits, else a name."""
-    return int(text) if text.isdigit() else text
+    """A queue, topic or client argument: an id when it is all ASCII digits, else a
+    name (a client or queue whose name is all digits is named by its id here)."""
+    return int(text) if text.isascii() and text.isdigit() else text
 
 
 def client_option(flag: str, text: str) -> Callable[[options.F], options.F]:
@@ -204,8 +206,7 @@ def queue_acl(queue_name: str, senders: str | None, readers: str | None, open: b
 
 def client_list(text: str) -> list[int | str]:
     """Comma-separated clients: ids when all digits, else names."""
-    return [int(item) if item.isdigit() else item
-            for item in (part.strip() for part in text.split(",")) if item]  # fmt: skip
+    return [id_or_name(item) for item in (part.strip() for part in text.split(",")) if item]
 
 
 def describe_acl(acl: models.QueueAcl) -> str:
@@ -351,7 +352,7 @@ def persistence_option(what: str) -> Callable[[options.F], options.F]:
     " batches of up to 1000"
     " messages, each batch all or none.",
 )
-@receiver_option("Only this client (a name, or an id) may read it.")
+@receiver_option("Only this client (a name, or an id: all digits) may read it.")
 @click.option("--priority", type=int, default=models.DEFAULT_PRIORITY, show_default=True)
 @click.option("--context", type=int, help="Context number (for replies).")
 @click.option("--delay", type=float, help="Seconds the message stays invisible.")
@@ -401,6 +402,8 @@ def send_lines(refs: list[int | str], path: str, **defaults: Any) -> None:
     messages = batch_files.read_messages(batch_files.open_lines(path, sys.stdin.buffer))
     ids: list[list[int]] = []
     with common.client() as client:
+        for name in batch_files.receiver_names(messages):  # an unknown one, before any batch
+            client.get_client(name)
         for batch in batch_files.batches(messages, defaults.get("properties")):
             try:
                 ids += client.send_many(refs, batch, **defaults)

@@ -25,11 +25,6 @@ from courier.cli import client_commands, common
 from courier.client import sync_client
 
 
-def topic_ref(text: str) -> int | str:
-    """A topic argument: an id when it is all digits, else a name."""
-    return int(text) if text.isdigit() else text
-
-
 @click.group(cls=common.Group)
 def topic() -> None:
     """Create, delete, show and list topics."""
@@ -52,8 +47,11 @@ def delete(topic_name: str) -> None:
     """Delete TOPIC with its subscriptions, their queues and their messages (its
     owner, the client that created it, or an admin)."""
     with common.client() as client:
-        client.delete_topic(topic_ref(topic_name))
-    common.emit({"deleted": topic_ref(topic_name)}, lambda: common.say(f"deleted {topic_name}"))
+        client.delete_topic(client_commands.id_or_name(topic_name))
+    common.emit(
+        {"deleted": client_commands.id_or_name(topic_name)},
+        lambda: common.say(f"deleted {topic_name}"),
+    )
 
 
 @topic.command()
@@ -62,7 +60,7 @@ def delete(topic_name: str) -> None:
 def show(topic_name: str) -> None:
     """Show TOPIC with its subscriptions and their backlogs."""
     with common.client() as client:
-        found = client.get_topic(topic_ref(topic_name))
+        found = client.get_topic(client_commands.id_or_name(topic_name))
     common.emit(found, lambda: show_topics([found]))
 
 
@@ -114,7 +112,9 @@ def subscribe(
     """Subscribe to TOPIC; a durable subscription's queue is TOPIC:NAME, read it with
     `courier receive`. Subscribing again under the same name resumes it."""
     with common.client() as client:
-        made = client.subscribe(topic_ref(topic_name), durable=not non_durable, name=name)
+        made = client.subscribe(
+            client_commands.id_or_name(topic_name), durable=not non_durable, name=name
+        )
         kind = "durable" if made.durable else "non-durable"
         common.emit(
             made, lambda: common.say(f"subscribed ({kind}): messages arrive in {made.queue_name}")
@@ -188,8 +188,8 @@ def publish(
     data = client_commands.read_body(body, file)
     with common.client() as client:
         copies = client.publish(
-            topic_ref(topic_name), data, receiver=receiver, priority=priority, context=context,
-            delay=delay, ttl=ttl, dedup_id=dedup_id, properties=properties,
+            client_commands.id_or_name(topic_name), data, receiver=receiver, priority=priority,
+            context=context, delay=delay, ttl=ttl, dedup_id=dedup_id, properties=properties,
             persistent=not non_persistent,
         )  # fmt: skip
     common.emit({"copies": {str(q): m for q, m in copies.items()}}, lambda: say_published(copies))

@@ -484,8 +484,12 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
             arguments.message_properties(properties),
             persistent,
         )
-        named = await batches.with_receiver_ids(messages, self._clients.id)
-        drafts = batches.drafts(named, defaults)
+        batch = tuple(messages)
+        try:
+            drafts = batches.drafts(batch, defaults)
+        except batches.NamedReceivers as named:
+            ids = {name: await self._clients.id(name) for name in sorted(named.names)}
+            drafts = batches.drafts(batch, defaults, ids)
 
         async def send_many(ids: tuple[int, ...]) -> list[list[int]]:
             reply = await self._session.call(protocol.SendMany(ids, drafts), protocol.BatchIdsReply)

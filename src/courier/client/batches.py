@@ -9,7 +9,7 @@ or ``Outgoing`` messages, whose own fields win where they are given:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -53,28 +53,25 @@ class Defaults:
 Message = bytes | str | Outgoing
 
 
-async def with_receiver_ids(
-    messages: Iterable[Message], lookup: Callable[[str], Awaitable[int]]
-) -> tuple[Message, ...]:
-    """The batch, each ``Outgoing`` whose receiver is a name given its id instead
-    (``lookup``: ClientNotFound). A batch naming no receiver by name comes back as
-    it is, for the price of one look at each message."""
-    batch = tuple(messages)
-    names = {m.receiver for m in batch if type(m) is Outgoing and type(m.receiver) is str}
-    if not names:
-        return batch
-    ids = {name: await lookup(name) for name in sorted(names)}
-    return tuple(
-        dataclasses.replace(m, receiver=ids[m.receiver])
-        if type(m) is Outgoing and type(m.receiver) is str
-        else m
-        for m in batch
-    )
+class NamedReceivers(Exception):
+    """``drafts`` met receivers given by name: look ``names`` up, then draft the batch
+    again with their ids."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__(", ".join(sorted(names)))
+        self.names = names
 
 
-def drafts(messages: Iterable[Message], defaults: Defaults) -> tuple[models.Draft, ...]:
+def drafts(
+    messages: Iterable[Message],
+    defaults: Defaults,
+    receiver_ids: Mapping[str, int] | None = None,
+) -> tuple[models.Draft, ...]:
     """The batch as the wire carries it; BadRequest before anything is sent when it is
-    empty, too long, or a message in it is malformed (its number said)."""
+    empty, too long, or a message in it is malformed (its number said). A receiver
+    given by name takes its id from ``receiver_ids``; NamedReceivers when some are
+    not there (the caller looks them up and drafts again: a batch of ids alone is
+    looked at once)."""
     batch = tuple(messages)
     if not batch:
         raise errors.BadRequest("a batch needs at least one message")
@@ -84,9 +81,16 @@ def drafts(messages: Iterable[Message], defaults: Defaults) -> tuple[models.Draf
         )
     plain = draft(b"", defaults)  # the call's own fields, checked once
     made = []
+    unknown: set[str] = set()
     for number, message in enumerate(batch, 1):
         try:
             if isinstance(message, Outgoing):
+                if isinstance(message.receiver, str):
+                    found = (receiver_ids or {}).get(message.receiver)
+                    if found is None:
+                        unknown.add(message.receiver)
+                        continue
+                    message = dataclasses.replace(message, receiver=found)
                 made.append(draft(message, defaults))
             else:
                 made.append(
@@ -103,6 +107,8 @@ def drafts(messages: Iterable[Message], defaults: Defaults) -> tuple[models.Draf
                 )
         except errors.CourierError as exc:
             raise errors.in_batch(number, exc) from None
+    if unknown:
+        raise NamedReceivers(unknown)
     return tuple(made)
 
 
@@ -112,7 +118,7 @@ def draft(message: bytes | str | Outgoing, defaults: Defaults) -> models.Draft:
     timed = message.delay is not None or message.not_before is not None
     receiver = defaults.receiver if message.receiver is None else message.receiver
     if isinstance(receiver, str):
-        raise TypeError(f"receiver {receiver!r}: names are looked up first (with_receiver_ids)")
+        raise TypeError(f"receiver {receiver!r}: a name is looked up before the batch is drafted")
     return models.Draft(**arguments.message_fields(
         message.body,
         receiver=receiver,

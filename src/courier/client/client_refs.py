@@ -41,8 +41,10 @@ class ClientNames:
         self._ids[client.name] = client.id
 
     async def id(self, name: str) -> int:
-        """The id of the client called ``name``; ClientNotFound."""
+        """The id of the client called ``name``; ClientNotFound (and nothing kept)."""
         known = self._ids.get(name)
         if known is not None:
             return known
-        return (await self._lookup(name)).id
+        found = await self._lookup(name)
+        self._ids[name] = found.id
+        return found.id

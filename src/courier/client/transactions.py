@@ -115,10 +115,15 @@ class Transaction:
         an ack). TransactionExpired when it was open too long; ConnectionLost, with
         nothing sent, when the connection it began on is gone."""
         self._check_open()
+        try:
+            self._session.check_pinned(self._link)  # before looking names up elsewhere
+            operations = tuple(await self._resolved())
+        except Exception:
+            await self.rollback()  # nothing was sent: give back the leases it would ack
+            raise
         self._open = False
         age_ms = min(round((time.monotonic() - self._started) * 1000), MAX_AGE_MS)
-        self._session.check_pinned(self._link)  # before looking names up elsewhere
-        request = protocol.Commit(age_ms, tuple(await self._resolved()))
+        request = protocol.Commit(age_ms, operations)
         reply = await self._session.call_pinned(self._link, request, protocol.CommitReply)
         self.results = [list(ids) for ids in reply.results]
         return self.results

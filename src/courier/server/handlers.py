@@ -204,14 +204,17 @@ async def client_id_of(ctx: Context, client_id: int | None, name: str | None) ->
 
 
 async def get_client(ctx: Context, request: frames.GetClient) -> frames.ClientIdentityReply:
-    """Any logged-in client may look another up, so the reply holds its id and name
-    only: its mode and whether it is online are not told (docs/protocol.md, "Looking
-    clients up")."""
+    """Any logged-in client may look another up by name, so the reply holds its id and
+    name only: its mode and whether it is online are not told. By id only an admin
+    may, or a client asking after itself: ids are handed out in order, so walking
+    them would list every client (docs/protocol.md, "Looking clients up")."""
     if request.client_id is not None and request.name is not None:
         raise errors.BadRequest("look a client up by id or by name, not both")
     key = request.client_id if request.client_id is not None else request.name
     if key is None:
         raise errors.BadRequest("look a client up by id or by name")
+    if isinstance(key, int) and key != ctx.session.require_client().id:
+        ctx.session.require_admin("look another client up by id")
     found = await ctx.services.backend.get_client(key, timing=ctx.timing)
     return frames.ClientIdentityReply(models.ClientIdentity(found.id, found.name))
 

@@ -131,22 +131,28 @@ def test_an_unreachable_rabbitmq_is_said_and_skipped(tmp_path: Path) -> None:
 
 def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) -> None:
     result = bench(
-        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "2", "--duration", "1",
+        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "1,2", "--duration", "1",
         "--warmup", "0.5", "--rounds", "2", "--rabbitmq", "none", "--json", "out.json",
         "--plot", "out.png",
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads((tmp_path / "out.json").read_text())
     assert document["spec"]["rounds"] == 2
-    # The second round runs the systems in the reverse order: neither always goes first.
-    ran = [(level["system"], level["round"]) for level in document["results"]]
-    assert ran == [("courier", 1), ("courier-db", 1), ("courier-db", 2), ("courier", 2)]
-    rates = {(r["system"], r["round"]): r["ops_per_s"] for r in document["results"]}
-    by_round = {r["round"]: r["ops"] for r in document["ratios"]}
+    # The second round runs the systems, and each one's levels, in the reverse order:
+    # neither system nor level always goes first.
+    ran = [(level["system"], level["round"], level["clients"]) for level in document["results"]]
+    assert ran == [
+        ("courier", 1, 1), ("courier", 1, 2), ("courier-db", 1, 1), ("courier-db", 1, 2),
+        ("courier-db", 2, 2), ("courier-db", 2, 1), ("courier", 2, 2), ("courier", 2, 1),
+    ]  # fmt: skip
+    rates = {
+        (r["system"], r["round"]): r["ops_per_s"] for r in document["results"] if r["clients"] == 2
+    }
+    by_round = {r["round"]: r["ops"] for r in document["ratios"] if r["clients"] == 2}
     for round_number in (1, 2):
         expected = rates["courier", round_number] / rates["courier-db", round_number]
         assert by_round[round_number] == pytest.approx(expected)
-    (spread,) = document["ratio_spreads"]
+    (spread,) = [s for s in document["ratio_spreads"] if s["clients"] == 2]
     assert spread["rounds"] == 2
     assert spread["ops_median"] == pytest.approx((by_round[1] + by_round[2]) / 2)
     assert (spread["ops_min"], spread["ops_max"]) == (min(by_round.values()),

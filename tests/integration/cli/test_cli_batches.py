@@ -81,7 +81,11 @@ def test_a_jsonl_line_names_its_receiver_by_name_or_id(
     taken = as_json(courier("receive", queue, "--max", "10", "--as", bob, "--json"))
     assert [(m["body"], m["receiver"]) for m in taken] == [("by name", bob_id), ("by id", bob_id)]
 
-    source.write_text(json.dumps({"body": "lost", "receiver": "nobody-" + me}) + "\n")
+    # A name nobody has, on the 1,001st line: refused before the first batch is sent.
+    lines = [json.dumps(f"plain {k}") for k in range(1000)]
+    lines.append(json.dumps({"body": "lost", "receiver": "nobody-" + me}))
+    source.write_text("\n".join(lines) + "\n")
     refused = courier("send", queue, "--file", str(source), "--as", me)
-    assert refused.returncode == 7 and f"no client named 'nobody-{me}'" in refused.stderr
+    assert refused.returncode == 7, refused.stderr
+    assert refused.stderr.strip() == f"error: no client named 'nobody-{me}'"
     assert courier("pop", queue, "--as", me).returncode == 6

@@ -104,8 +104,8 @@ def test_receiver_by_name_or_by_id(courier: Courier, unique: Unique) -> None:
     ok(courier("send", queue, "from alice", "--as", alice))
     from_alice = as_json(courier("pop", queue, "--sender", alice, "--as", bob, "--json"))
     assert from_alice["body"] == "from alice"
-    unknown = courier("peek", queue, "--sender", unique("nobody"), "--as", bob)
-    assert unknown.returncode == 7  # ClientNotFound
+    unknown = courier("pop", queue, "--sender", unique("nobody"), "--as", bob)
+    assert unknown.returncode == 7  # ClientNotFound, and nothing taken
     assert as_json(courier("pop", queue, "--as", bob, "--json"))["body"] == "from carol"
 
     nobody = unique("nobody")

@@ -68,6 +68,23 @@ async def refusal(server: ServerProcess, name: str, secret: str | None) -> error
     return caught.value
 
 
+async def test_an_admin_looks_any_client_up_by_id_and_no_one_else_does(
+    secure: ServerProcess, admin: tuple[str, str], make: Make
+) -> None:
+    """GET_CLIENT by id: ids are handed out in order, so only an admin may walk them
+    (an open login never holds admin rights, hence a server that wants secrets)."""
+    bob_id = await register(secure, "bob", "bob's secret")
+    root = await make(*admin)
+    assert await root.get_client(bob_id) == models.ClientIdentity(bob_id, "bob")
+    with pytest.raises(errors.ClientNotFound, match=r"^no client with id 999999$"):
+        await root.get_client(999_999)
+    bob = await make("bob", "bob's secret")
+    assert root.client_id is not None
+    with pytest.raises(errors.NotAuthorised, match="only an admin may look another client up"):
+        await bob.get_client(root.client_id)
+    assert await bob.get_client(admin[0]) == models.ClientIdentity(root.client_id, admin[0])
+
+
 async def test_a_client_logs_in_with_its_secret_and_the_session_is_its_own(
     secure: ServerProcess, make: Make
 ) -> None:
