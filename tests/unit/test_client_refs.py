@@ -63,10 +63,10 @@ def test_a_batch_naming_receivers_asks_for_all_their_ids_then_drafts_with_them()
     defaults = batches.Defaults(receiver=2)
     with pytest.raises(batches.NamedReceivers) as named:
         batches.drafts(batch, defaults)
-    assert named.value.names == {"bob", "carol"}
+    assert named.value.names == {"bob": 1, "carol": 4}  # each with its first message
     with pytest.raises(batches.NamedReceivers) as still:
         batches.drafts(batch, defaults, {"bob": 4})
-    assert still.value.names == {"carol"}
+    assert still.value.names == {"carol": 4}
     drafts = batches.drafts(batch, defaults, {"bob": 4, "carol": 9})
     assert [d.receiver for d in drafts] == [4, 2, 7, 9, 4]
 

@@ -488,14 +488,24 @@ class AsyncClient(topics.TopicMethods, replicated.ReplicatedMethods):
         try:
             drafts = batches.drafts(batch, defaults)
         except batches.NamedReceivers as named:
-            ids = {name: await self._clients.id(name) for name in sorted(named.names)}
-            drafts = batches.drafts(batch, defaults, ids)
+            drafts = batches.drafts(batch, defaults, await self._receiver_ids(named.names))
 
         async def send_many(ids: tuple[int, ...]) -> list[list[int]]:
             reply = await self._session.call(protocol.SendMany(ids, drafts), protocol.BatchIdsReply)
             return [list(row) for row in reply.ids]
 
         return await self._queues.apply(refs, send_many)
+
+    async def _receiver_ids(self, names: dict[str, int]) -> dict[str, int]:
+        """The ids of a batch's receivers named by name; an unknown one's ClientNotFound
+        names the first message that gave it."""
+        ids = {}
+        for name, number in sorted(names.items(), key=lambda item: item[1]):
+            try:
+                ids[name] = await self._clients.id(name)
+            except errors.ClientNotFound as exc:
+                raise errors.in_batch(number, exc) from None
+        return ids
 
     async def receive_many(
         self,

@@ -55,9 +55,10 @@ Message = bytes | str | Outgoing
 
 class NamedReceivers(Exception):
     """``drafts`` met receivers given by name: look ``names`` up, then draft the batch
-    again with their ids."""
+    again with their ids. Each name maps to the number of the first message giving
+    it, for an error about it."""
 
-    def __init__(self, names: set[str]) -> None:
+    def __init__(self, names: dict[str, int]) -> None:
         super().__init__(", ".join(sorted(names)))
         self.names = names
 
@@ -81,14 +82,14 @@ def drafts(
         )
     plain = draft(b"", defaults)  # the call's own fields, checked once
     made = []
-    unknown: set[str] = set()
+    unknown: dict[str, int] = {}
     for number, message in enumerate(batch, 1):
         try:
             if isinstance(message, Outgoing):
                 if isinstance(message.receiver, str):
                     found = (receiver_ids or {}).get(message.receiver)
                     if found is None:
-                        unknown.add(message.receiver)
+                        unknown.setdefault(message.receiver, number)
                         continue
                     message = dataclasses.replace(message, receiver=found)
                 made.append(draft(message, defaults))
