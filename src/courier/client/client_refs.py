@@ -37,7 +37,7 @@ class ClientNames:
         self._lookup = lookup
         self._ids: dict[str, int] = {}
 
-    def remember(self, client: models.ClientIdentity | models.ClientInfo) -> None:
+    def remember(self, client: models.ClientIdentity) -> None:
         self._ids[client.name] = client.id
 
     async def id(self, name: str) -> int:
