@@ -12,6 +12,11 @@ PERSISTENT = "persistent"
 NON_PERSISTENT = "non-persistent"
 MODES = (PERSISTENT, NON_PERSISTENT)
 """Courier's delivery modes; RabbitMQ runs in its own (durable queues) either way."""
+BY_LEVEL = "levels"
+BY_SYSTEM = "systems"
+ORDERS = (BY_LEVEL, BY_SYSTEM)
+"""How a sweep orders its runs: at each level every system in turn, or each system
+over every level."""
 
 CLIENT_LEVELS = (1, 16, 64, 256, 1024)
 DURATION_S = 10.0

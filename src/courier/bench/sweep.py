@@ -1,14 +1,19 @@
-"""`courier bench peers`: every selected system over every level, one after another.
+"""`courier bench peers`: every selected system at every level, one after another.
 
-For each system the sweep starts what it needs, then for each number of clients
-makes a fresh empty queue, spreads the clients over the client processes (spawned,
-one uvloop loop each), lets them all start at one instant, and collects their
-latencies; then it stops the system before the next one starts, so that nothing of
-one system runs while another is measured. With ``--rounds`` the whole sweep runs
-again, the systems and each system's levels in the reverse order every other round,
-so that a slow drift of the machine's pace favours no system, and no level of one
-against another. Everything it started is stopped at the end, also on Ctrl-C or on
-an error.
+Each system starts what it needs. For each number of clients it makes a fresh
+empty queue, spreads the clients over the client processes (spawned, one uvloop
+loop each), lets them all start at one instant, and collects their latencies. Only
+one system is measured at a time.
+
+By default (``--order levels``) the systems take turns at each level: all of them
+are started first, and a system that is not being measured sits idle. The runs a
+ratio compares are then seconds apart, not minutes, so a drift of the machine's
+pace between them stays small. With ``--order systems`` each system runs over
+every level and is stopped before the next one starts.
+
+With ``--rounds`` the whole sweep runs again, the systems and the levels in the
+reverse order every other round, so that a slow drift favours no system and no
+level. Everything it started is stopped at the end, also on Ctrl-C or on an error.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ class Settings:
     tls: bool = False  # Courier's clients and middleware speak TLS
     modes: tuple[str, ...] = (defaults.PERSISTENT,)  # Courier's systems run once per mode
     rounds: int = 1  # times the whole sweep runs, the order reversed every other time
+    order: str = defaults.BY_LEVEL  # at each level every system, or each system in turn
 
     @property
     def uses_database(self) -> bool:
@@ -52,9 +58,15 @@ class Settings:
 
     @property
     def database_connections(self) -> int:
-        """What the largest level needs at once: direct clients or middleware pools."""
+        """What the largest level needs at once: the direct clients, and the pools of
+        every Courier system's middleware (those stay up while the others run a level
+        when the sweep goes level by level)."""
         direct = max(self.clients) if defaults.COURIER_DB in self.systems else 0
-        return max(direct, self.middlewares * self.pool_size)
+        pools = self.middlewares * (self.pool_size + 1)  # and each one's LISTEN connection
+        if self.order == defaults.BY_SYSTEM:
+            return max(direct, pools)
+        courier_runs = len(self.modes) if defaults.COURIER in self.systems else 0
+        return direct + courier_runs * pools
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +83,7 @@ class Settings:
             "tls": self.tls,
             "modes": list(self.modes),
             "rounds": self.rounds,
+            "order": self.order,
             "database": "given DSN" if self.dsn else "fresh embedded PostgreSQL, durable",
             "rabbitmq": rabbit.shown(self.rabbitmq) if self.rabbitmq else None,
         }
@@ -107,13 +120,16 @@ async def run(settings: Settings, reporter: Reporter) -> Outcome:
             if dsn:
                 outcome.versions["postgresql"] = await database.server_version(dsn)
             for round_number in range(1, settings.rounds + 1):
-                for name, mode in in_turn(_runs(settings), round_number):
-                    named = _names(prefix, round_number, mode)
-                    system = _system(name, settings, dsn, named, Path(work_dir))
-                    if mode != defaults.PERSISTENT:
-                        _non_persistent(system)
-                    await _run_system(system, settings, reporter, outcome, dsn if own else None,
-                                      round_number)  # fmt: skip
+                systems = [
+                    _system_in_mode(name, mode, settings, dsn,
+                                    _names(prefix, round_number, mode), Path(work_dir))
+                    for name, mode in in_turn(_runs(settings), round_number)
+                ]  # fmt: skip
+                this_round = _Round(settings, reporter, outcome, dsn if own else None, round_number)
+                if settings.order == defaults.BY_SYSTEM:
+                    await this_round.by_system(systems)
+                else:
+                    await this_round.by_level(systems)
     outcome.pace = results.Pace.since(pace_at_start)
     return outcome
 
@@ -162,6 +178,15 @@ def _non_persistent(system: peers.System) -> None:
         system.name += f"/{defaults.NON_PERSISTENT}"
 
 
+def _system_in_mode(
+    name: str, mode: str, settings: Settings, dsn: str, prefix: str, work: Path
+) -> peers.System:
+    system = _system(name, settings, dsn, prefix, work)
+    if mode != defaults.PERSISTENT:
+        _non_persistent(system)
+    return system
+
+
 def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) -> peers.System:
     if name == defaults.COURIER:
         return peers.Courier(
@@ -176,35 +201,70 @@ def _system(name: str, settings: Settings, dsn: str, prefix: str, work: Path) ->
     raise ValueError(f"unknown system {name!r}")
 
 
-async def _run_system(
-    system: peers.System,
-    settings: Settings,
-    reporter: Reporter,
-    outcome: Outcome,
-    own_dsn: str | None,
-    round_number: int,
-) -> None:
-    try:
-        async with system.running(max(settings.clients)):
-            if system.version:
-                outcome.versions[system.name] = system.version
-            for clients in in_turn(list(settings.clients), round_number):
+@dataclass(slots=True)
+class _Round:
+    """One round of the sweep: its systems' levels, in one of the two orders."""
+
+    settings: Settings
+    reporter: Reporter
+    outcome: Outcome
+    own_dsn: str | None  # the run's own database, settled between levels
+    number: int
+
+    async def by_system(self, systems: list[peers.System]) -> None:
+        """Each system over every level, stopped before the next one starts."""
+        for system in systems:
+            try:
+                async with system.running(max(self.settings.clients)):
+                    self._started(system)
+                    for clients in self._levels():
+                        await self._measure(system, clients)
+            except peers.Skipped as skipped:
+                self._skip(system.name, str(skipped))
+
+    async def by_level(self, systems: list[peers.System]) -> None:
+        """Every system started first; then at each level each system in turn, the
+        others idle meanwhile."""
+        async with contextlib.AsyncExitStack() as stack:
+            running: list[peers.System] = []
+            for system in systems:
                 try:
-                    async with system.level(clients) as target:
-                        result = await run_level(system.name, target, clients, settings,
-                                                 reporter, round_number)  # fmt: skip
-                    outcome.results.append(result)
-                except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
-                    # A level this box cannot carry (e.g. too many connections) is
-                    # reported, and the sweep goes on with the next.
-                    level = _skip_key(f"{system.name}@{clients}", round_number, settings)
-                    outcome.skipped[level] = str(failed)
-                    reporter.note(f"{system.name} at {clients} clients: {failed}")
-                if own_dsn:
-                    await database.settle(own_dsn)
-    except peers.Skipped as skipped:
-        outcome.skipped[_skip_key(system.name, round_number, settings)] = str(skipped)
-        reporter.note(str(skipped))
+                    await stack.enter_async_context(system.running(max(self.settings.clients)))
+                except peers.Skipped as skipped:
+                    self._skip(system.name, str(skipped))
+                    continue
+                self._started(system)
+                running.append(system)
+            for clients in self._levels():
+                for system in running:
+                    await self._measure(system, clients)
+
+    def _levels(self) -> list[int]:
+        return in_turn(list(self.settings.clients), self.number)
+
+    def _started(self, system: peers.System) -> None:
+        if system.version:
+            self.outcome.versions[system.name] = system.version
+
+    def _skip(self, what: str, reason: str) -> None:
+        self.outcome.skipped[_skip_key(what, self.number, self.settings)] = reason
+        self.reporter.note(reason)
+
+    async def _measure(self, system: peers.System, clients: int) -> None:
+        """One system at one level. A level this box cannot carry (e.g. too many
+        connections) is reported, and the sweep goes on with the next."""
+        try:
+            async with system.level(clients) as target:
+                result = await run_level(system.name, target, clients, self.settings,
+                                         self.reporter, self.number)  # fmt: skip
+            self.outcome.results.append(result)
+        except (peers.Skipped, clientpool.ProcessFailed, launcher.LaunchFailed) as failed:
+            self.outcome.skipped[
+                _skip_key(f"{system.name}@{clients}", self.number, self.settings)
+            ] = str(failed)
+            self.reporter.note(f"{system.name} at {clients} clients: {failed}")
+        if self.own_dsn:
+            await database.settle(self.own_dsn)
 
 
 async def run_level(

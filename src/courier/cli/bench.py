@@ -139,8 +139,17 @@ def bench() -> None:
     default=1,
     show_default=True,
     type=click.IntRange(1, 20),
-    help="Times the whole sweep runs, the systems in reverse order every other round;"
+    help="Times the whole sweep runs, the systems and levels in reverse order every other round;"
     " the ratios are then given per round and as their median, smallest and largest.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(defaults.ORDERS),
+    default=defaults.BY_LEVEL,
+    show_default=True,
+    help="levels: at each level every system in turn (the others idle), so the runs a"
+    " ratio compares are seconds apart; systems: each system over every level, stopped"
+    " before the next starts.",
 )
 @json_option
 @plot_option("throughput and p99 against clients")
@@ -159,6 +168,7 @@ def peers(
     modes: str,
     tls: bool,
     rounds: int,
+    order: str,
     json: Path | None,
     plot: Path | None,
 ) -> None:
@@ -178,6 +188,7 @@ def peers(
         processes=processes, middlewares=middlewares, pool_size=pool_size, dsn=dsn,
         rabbitmq=None if no_rabbitmq else rabbitmq, batch=batch,
         open_login=login == "open", tls=tls, modes=_modes(modes), rounds=rounds,
+        order=order,
     )  # fmt: skip
     with output.ProgressReporter(stderr) as reporter:
         outcome = _interruptible(lambda: sweep.run(settings, reporter))

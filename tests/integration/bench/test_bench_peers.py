@@ -138,12 +138,14 @@ def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) ->
     assert result.returncode == 0, result.stdout + result.stderr
     document = json.loads((tmp_path / "out.json").read_text())
     assert document["spec"]["rounds"] == 2
-    # The second round runs the systems, and each one's levels, in the reverse order:
-    # neither system nor level always goes first.
+    assert document["spec"]["order"] == "levels"
+    # At each level the systems take turns, so the runs a ratio compares are seconds
+    # apart. The second round runs the levels, and the systems at each, in the reverse
+    # order: neither system nor level always goes first.
     ran = [(level["system"], level["round"], level["clients"]) for level in document["results"]]
     assert ran == [
-        ("courier", 1, 1), ("courier", 1, 2), ("courier-db", 1, 1), ("courier-db", 1, 2),
-        ("courier-db", 2, 2), ("courier-db", 2, 1), ("courier", 2, 2), ("courier", 2, 1),
+        ("courier", 1, 1), ("courier-db", 1, 1), ("courier", 1, 2), ("courier-db", 1, 2),
+        ("courier-db", 2, 2), ("courier", 2, 2), ("courier-db", 2, 1), ("courier", 2, 1),
     ]  # fmt: skip
     rates = {
         (r["system"], r["round"]): r["ops_per_s"] for r in document["results"] if r["clients"] == 2
@@ -159,6 +161,23 @@ def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) ->
                                                       max(by_round.values()))  # fmt: skip
     assert "ratios over the rounds" in result.stdout
     assert (tmp_path / "out.png").read_bytes()[:8] == PNG_SIGNATURE
+
+
+def test_order_systems_runs_each_system_over_every_level_in_turn(tmp_path: Path) -> None:
+    result = bench(
+        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "1,2", "--duration", "0.5",
+        "--warmup", "0.2", "--rounds", "2", "--order", "systems", "--rabbitmq", "none",
+        "--json", "out.json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    document = json.loads((tmp_path / "out.json").read_text())
+    assert document["spec"]["order"] == "systems"
+    ran = [(level["system"], level["round"], level["clients"]) for level in document["results"]]
+    assert ran == [
+        ("courier", 1, 1), ("courier", 1, 2), ("courier-db", 1, 1), ("courier-db", 1, 2),
+        ("courier-db", 2, 2), ("courier-db", 2, 1), ("courier", 2, 2), ("courier", 2, 1),
+    ]  # fmt: skip
+    assert all(level["errors"] == 0 and level["operations"] > 0 for level in document["results"])
 
 
 def test_with_rounds_a_skip_is_filed_under_each_round(tmp_path: Path) -> None:
