@@ -129,21 +129,29 @@ def test_an_unreachable_rabbitmq_is_said_and_skipped(tmp_path: Path) -> None:
     assert document["results"] == []
 
 
-def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) -> None:
+def two_rounds(tmp_path: Path, *more: str) -> tuple[subprocess.CompletedProcess[str], Any]:
+    """Courier and its database tier at 1 and 2 clients, twice: the run and its JSON."""
     result = bench(
-        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "1,2", "--duration", "1",
-        "--warmup", "0.5", "--rounds", "2", "--rabbitmq", "none", "--json", "out.json",
-        "--plot", "out.png",
+        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "1,2", "--warmup", "0.5",
+        "--rounds", "2", "--rabbitmq", "none", "--json", "out.json", *more,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    document = json.loads((tmp_path / "out.json").read_text())
+    return result, json.loads((tmp_path / "out.json").read_text())
+
+
+def run_order(document: Any) -> list[tuple[str, int, int]]:
+    """(system, round, clients) of every level, in the order they ran."""
+    return [(level["system"], level["round"], level["clients"]) for level in document["results"]]
+
+
+def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) -> None:
+    result, document = two_rounds(tmp_path, "--duration", "1", "--plot", "out.png")
     assert document["spec"]["rounds"] == 2
     assert document["spec"]["order"] == "levels"
     # At each level the systems take turns, so the runs a ratio compares are seconds
     # apart. The second round runs the levels, and the systems at each, in the reverse
     # order: neither system nor level always goes first.
-    ran = [(level["system"], level["round"], level["clients"]) for level in document["results"]]
-    assert ran == [
+    assert run_order(document) == [
         ("courier", 1, 1), ("courier-db", 1, 1), ("courier", 1, 2), ("courier-db", 1, 2),
         ("courier-db", 2, 2), ("courier", 2, 2), ("courier-db", 2, 1), ("courier", 2, 1),
     ]  # fmt: skip
@@ -164,16 +172,9 @@ def test_rounds_take_turns_and_give_each_ratio_and_its_spread(tmp_path: Path) ->
 
 
 def test_order_systems_runs_each_system_over_every_level_in_turn(tmp_path: Path) -> None:
-    result = bench(
-        tmp_path, "--systems", ",".join(SYSTEMS), "--clients", "1,2", "--duration", "0.5",
-        "--warmup", "0.2", "--rounds", "2", "--order", "systems", "--rabbitmq", "none",
-        "--json", "out.json",
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    document = json.loads((tmp_path / "out.json").read_text())
+    _, document = two_rounds(tmp_path, "--duration", "0.5", "--order", "systems")
     assert document["spec"]["order"] == "systems"
-    ran = [(level["system"], level["round"], level["clients"]) for level in document["results"]]
-    assert ran == [
+    assert run_order(document) == [
         ("courier", 1, 1), ("courier", 1, 2), ("courier-db", 1, 1), ("courier-db", 1, 2),
         ("courier-db", 2, 2), ("courier-db", 2, 1), ("courier", 2, 2), ("courier", 2, 1),
     ]  # fmt: skip
