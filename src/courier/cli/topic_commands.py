@@ -46,12 +46,10 @@ def create(name: str) -> None:
 def delete(topic_name: str) -> None:
     """Delete TOPIC with its subscriptions, their queues and their messages (its
     owner, the client that created it, or an admin)."""
+    topic_ref = client_commands.id_or_name(topic_name)
     with common.client() as client:
-        client.delete_topic(client_commands.id_or_name(topic_name))
-    common.emit(
-        {"deleted": client_commands.id_or_name(topic_name)},
-        lambda: common.say(f"deleted {topic_name}"),
-    )
+        client.delete_topic(topic_ref)
+    common.emit({"deleted": topic_ref}, lambda: common.say(f"deleted {topic_name}"))
 
 
 @topic.command()
