@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import time
 import tomllib
+import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,8 +257,10 @@ async def _fresh_nodes(admin_dsns: tuple[str, ...], count: int, run_id: str) -> 
 
 
 def _with_database(dsn: str, name: str) -> str:
-    head, _, _ = dsn.rpartition("/")
-    return f"{head}/{name}"
+    """The DSN with another database: its path, whatever the query after it names
+    (a Unix socket's directory has slashes of its own)."""
+    parts = urllib.parse.urlsplit(dsn)
+    return urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
 
 
 @contextlib.asynccontextmanager

@@ -28,7 +28,8 @@ pytestmark = pytest.mark.slow
 
 COURIER = str(Path(sys.executable).with_name("courier"))
 MIGRATIONS = Path(db.__file__).parent / "sql" / "migrations"
-DSN_PATTERN = re.compile(r"^postgresql://postgres:([\w-]+)@127\.0\.0\.1:(\d+)/courier$")
+# Through the cluster's Unix socket, in its data dir: secret, socket dir, port.
+DSN_PATTERN = re.compile(r"^postgresql://postgres:([\w-]+)@/courier\?host=(/\S+)&port=(\d+)$")
 
 
 @pytest.fixture
@@ -55,13 +56,13 @@ def started(data_dir: Path) -> str:
     assert result.returncode == 0, result.stderr
     dsn = courier("db", "url", data_dir=data_dir).stdout.strip()
     match = DSN_PATTERN.match(dsn)
-    assert match, dsn
+    assert match and match.group(2) == str(data_dir / "pg"), dsn
     assert result.stdout.strip() == dsn.replace(match.group(1), "***")
     return dsn
 
 
 def port_of(dsn: str) -> int:
-    return int(DSN_PATTERN.match(dsn).group(2))  # type: ignore[union-attr]
+    return int(DSN_PATTERN.match(dsn).group(3))  # type: ignore[union-attr]
 
 
 def migration_names() -> list[str]:

@@ -18,6 +18,7 @@ import psutil
 import pytest
 
 from courier.db import embedded
+from helpers import dsns
 
 
 @pytest.fixture
@@ -76,7 +77,8 @@ def test_concurrent_starts_share_one_server(home: Path) -> None:
 
 def without_password(dsn: str) -> str:
     parts = urllib.parse.urlsplit(dsn)
-    return parts._replace(netloc=f"{parts.username}@{parts.hostname}:{parts.port}").geturl()
+    address = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username}@{address}").geturl()
 
 
 def connects(dsn: str, password: str | None = None) -> bool:
@@ -110,14 +112,17 @@ def assert_password_required(server: embedded.EmbeddedPostgres) -> None:
     secret = server.secret_path.read_text().strip()
     assert len(secret) >= 32 and f":{secret}@" in dsn
     assert stat.S_IMODE(server.secret_path.stat().st_mode) == 0o600
-    assert connects(dsn)
-    assert not connects(without_password(dsn), password="")
-    assert not connects(dsn, password="wrong")
-    assert not connects(without_password(server.admin_dsn), password="")
-    # TCP on 127.0.0.1 is the only way in: no unix socket that could bypass the password.
+    # Both ways in, the Unix socket the DSNs name and TCP, want the password.
+    for way in (dsn, dsns.over_tcp(dsn)):
+        assert connects(way)
+        assert not connects(without_password(way), password="")
+        assert not connects(way, password="wrong")
+    for admin in (server.admin_dsn, dsns.over_tcp(server.admin_dsn)):
+        assert not connects(without_password(admin), password="")
+    # The only network address it listens on is the loopback one.
     postmaster = psutil.Process(server.status().pid)
-    sockets = [str(c.laddr) for c in postmaster.net_connections(kind="unix")]
-    assert not [path for path in sockets if ".s.PGSQL" in path]
+    listening = [c.laddr for c in postmaster.net_connections(kind="inet")]
+    assert listening and {address.ip for address in listening} == {"127.0.0.1"}
 
 
 def test_a_new_cluster_requires_its_password(home: Path) -> None:
@@ -127,6 +132,45 @@ def test_a_new_cluster_requires_its_password(home: Path) -> None:
         assert_password_required(server)
     finally:
         server.stop()
+
+
+def server_address(dsn: str) -> str | None:
+    """The address the server sees the connection on: None for its Unix socket."""
+
+    async def ask() -> str | None:
+        connection = await asyncpg.connect(dsn)
+        try:
+            address = await connection.fetchval("SELECT inet_server_addr()::text")
+            return None if address is None else str(address)
+        finally:
+            await connection.close()
+
+    return asyncio.run(ask())
+
+
+def test_the_dsns_name_the_unix_socket_while_the_server_runs(home: Path) -> None:
+    server = embedded.EmbeddedPostgres(home / "pg", durable=False)
+    try:
+        dsn = server.start()
+        assert server.socket_dir == server.data_dir
+        assert dsn == server.dsn and f"host={server.data_dir}&port={server.port}" in dsn
+        assert server_address(dsn) is None  # the socket
+        assert server_address(dsns.over_tcp(dsn)) == "127.0.0.1/32"
+    finally:
+        server.stop()
+    assert server.dsn == dsns.over_tcp(dsn)  # no socket while it is stopped
+
+
+def test_a_data_dir_too_deep_for_a_socket_is_reached_over_tcp(home: Path) -> None:
+    deep = home / ("d" * 60) / ("e" * 60) / "pg"
+    deep.mkdir(parents=True)
+    (deep / "PG_VERSION").write_text("18\n")
+    server = embedded.EmbeddedPostgres(deep)
+    server._write_conf(45678)
+    assert server.socket_dir is None
+    assert server.dsn == "postgresql://postgres@127.0.0.1:45678/courier"
+    assert embedded._socket_fits(home / "pg", 45678)
+    assert not embedded._socket_fits(home / "a,b", 45678)  # the setting is a list
 
 
 def make_trust_era(server: embedded.EmbeddedPostgres) -> None:

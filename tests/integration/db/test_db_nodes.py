@@ -15,6 +15,7 @@ import pytest
 
 from courier import errors
 from courier.db import nodes, repository, routing
+from helpers import dsns
 
 if TYPE_CHECKING:
     from conftest import TestDatabases  # the shared fixture's type (tests/conftest.py)
@@ -208,7 +209,7 @@ async def test_join_adds_a_database_once_and_follows_a_node_that_moved(
     dsn: str, empty_dsn: str
 ) -> None:
     first = await nodes.join(dsn, empty_dsn)
-    moved = empty_dsn + "?application_name=moved"  # the same database, reached another way
+    moved = dsns.with_parameters(empty_dsn, application_name="moved")  # reached another way
     again = await nodes.join(dsn, moved)
     assert (first.id, again.id) == (2, 2)
     assert [node.dsn for node in await nodes.list_nodes(dsn)] == [dsn, moved]

@@ -16,6 +16,7 @@ import pytest
 import courier
 from courier import certificates, errors, protocol
 from courier.server import launcher
+from helpers import dsns
 from helpers.servers import (
     COURIER,
     ServerProcess,
@@ -199,9 +200,10 @@ def test_cli_flags_and_environment_choose_tls(
 
 def test_the_dsn_sslmode_reaches_the_database_driver(dsn: str, tmp_path: Path) -> None:
     # The embedded PostgreSQL is built without SSL: a middleware told to require it
-    # must refuse to start rather than fall back to plaintext.
-    separator = "&" if "?" in dsn else "?"
-    server = launcher.Middleware.start(tmp_path, dsn=f"{dsn}{separator}sslmode=require")
+    # must refuse to start rather than fall back to plaintext. (Over TCP: through a
+    # Unix socket the driver, like libpq, never uses SSL.)
+    required = dsns.with_parameters(dsns.over_tcp(dsn), sslmode="require")
+    server = launcher.Middleware.start(tmp_path, dsn=required)
     try:
         with pytest.raises(launcher.LaunchFailed) as failed:
             server.wait_ready(timeout=20)

@@ -17,6 +17,7 @@ import psutil
 import pytest
 
 import courier
+from courier import config
 from courier.db import embedded, nodes
 from helpers.consoles import ConsoleProcess
 from helpers.servers import COURIER, environment_without_settings, free_port
@@ -194,18 +195,17 @@ def test_up_with_two_nodes_spreads_queues_and_finds_its_nodes_again(tmp_path: Pa
     log = tmp_path / "up.log"
     env = environment_without_settings()
     env["COURIER_DATA_DIR"] = str(data_dir)
-    env["COLUMNS"] = "200"  # `courier node list` prints whole DSNs
+    env["COLUMNS"] = "300"  # `courier node list` prints whole DSNs
     databases = [embedded.EmbeddedPostgres(data_dir / name) for name in ("pg", "pg-node2")]
     process = start_up("--nodes", "2", "--port", str(port), env=env, log=log)
     try:
         wait_for_file(data_dir / "up.json", process, log)
         assert all(db.status().state is embedded.State.RUNNING for db in databases)
         listed = courier_command("node", "list", env=env)
-        assert f"127.0.0.1:{databases[1].port}/courier" in listed
+        second_dsn = config.redact_dsn(databases[1].dsn)
+        assert f"port={databases[1].port}" in second_dsn and second_dsn in listed
         # up.json is written just before the announcement, a client command after it.
-        assert f"node 2 database postgresql://postgres:***@127.0.0.1:{databases[1].port}/" in (
-            log.read_text()
-        )
+        assert f"node 2 database {second_dsn}" in log.read_text()
         with courier.Client.connect(f"127.0.0.1:{port}") as client:
             client.register("placer")
             client.login(name="placer")
