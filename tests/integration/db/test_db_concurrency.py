@@ -240,9 +240,11 @@ async def test_a_pop_gets_past_more_held_messages_than_one_look_lists(
 
 
 # -- peeks racing pops -------------------------------------------------------------
-# A peek finds the head of the queue without a lock, then fetches it. Poppers on
-# other connections take the head all the time, so the head a peek found is often
-# gone a moment later; the peek must then look again, never answer with an empty row.
+# A peek reads the head of the queue without a lock while poppers on other
+# connections take the head all the time. It must answer with a whole message (one
+# the pops take sooner or later) or QUEUE_EMPTY, never with an empty row; it once
+# found the head's id and fetched the row by a second statement, which a pop could
+# beat (migration 0039 reads the row in the statement that finds it).
 RACE_PEEKERS = 3
 RACE_POPPERS = 3
 RACE_MESSAGES = 1500
