@@ -186,8 +186,13 @@ LANGUAGE sql AS $$ SELECT 1::bigint $$;
 
 -- == Messages, delivery and dead letters (migration 0004) ============================
 
--- Stand-in for the real table's row type, which two helpers take.
+-- Stand-in for the real table's row type, which three helpers take or give.
 CREATE TYPE courier_messages AS (id bigint);
+
+CREATE FUNCTION courier_peek_v1(
+    p_reader_id bigint, p_queue_id bigint, p_sender_id bigint, p_order text)
+RETURNS courier_messages
+LANGUAGE sql AS $$ SELECT ROW(1::bigint)::courier_messages $$;
 
 CREATE FUNCTION courier_send_v2(
     p_sender_id bigint, p_queue_ids bigint[], p_body bytea, p_receiver_id bigint,
