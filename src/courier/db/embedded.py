@@ -174,6 +174,7 @@ class EmbeddedPostgres:
                 if not self.initialised:
                     self._initdb()
                 self._let_system_user_reach_data_dir()  # parents' modes may have changed
+                self._add_socket()
                 self._start_postmaster(time.monotonic() + timeout)
             _run_async(self._end_trust())
             _run_async(self._ensure_database())
@@ -244,6 +245,19 @@ class EmbeddedPostgres:
         path = self.data_dir / CONF_FILE
         path.write_text("\n".join(lines) + "\n")
         self._chown(path)
+
+    def _add_socket(self) -> None:
+        """A cluster made before the Unix socket gets it at its next start, when the
+        path fits: only that setting's line changes."""
+        path = self.data_dir / CONF_FILE
+        text = path.read_text()
+        if not _socket_fits(self.data_dir, self.port):
+            return
+        line = f"unix_socket_directories = '{self.data_dir}'"
+        updated = _NO_SOCKET_LINE.sub(line, text)
+        if updated != text:
+            path.write_text(updated)
+            self._chown(path)
 
     @contextlib.contextmanager
     def _password_file(self, secret: str) -> Iterator[Path]:
@@ -419,6 +433,9 @@ def _system_user() -> pwd.struct_passwd:
         raise EmbeddedError(f"could not create the system user {SYSTEM_USER}")
     return entry
 
+
+# The setting as clusters made before the Unix socket have it: no socket at all.
+_NO_SOCKET_LINE = re.compile(r"^unix_socket_directories = ''$", re.MULTILINE)
 
 # Characters that a quoted list of directories in postgresql.conf would read otherwise.
 _LIST_SPECIALS = frozenset("'\\,\"")

@@ -161,6 +161,28 @@ def test_the_dsns_name_the_unix_socket_while_the_server_runs(home: Path) -> None
     assert server.dsn == dsns.over_tcp(dsn)  # no socket while it is stopped
 
 
+def test_a_cluster_made_before_the_socket_gets_it_at_its_next_start(home: Path) -> None:
+    server = embedded.EmbeddedPostgres(home / "pg", durable=False)
+    server.start()
+    server.stop()
+    conf = server.data_dir / embedded.CONF_FILE
+    made_before = conf.read_text().replace(
+        f"unix_socket_directories = '{server.data_dir}'", "unix_socket_directories = ''"
+    )
+    conf.write_text(made_before)
+    assert server.socket_dir is None
+    try:
+        dsn = server.start()
+        assert server.socket_dir == server.data_dir
+        assert "host=" in dsn and server_address(dsn) is None
+        # The rest of its settings are as they were.
+        assert conf.read_text() == made_before.replace(
+            "unix_socket_directories = ''", f"unix_socket_directories = '{server.data_dir}'"
+        )
+    finally:
+        server.stop()
+
+
 def test_a_data_dir_too_deep_for_a_socket_is_reached_over_tcp(home: Path) -> None:
     deep = home / ("d" * 60) / ("e" * 60) / "pg"
     deep.mkdir(parents=True)
