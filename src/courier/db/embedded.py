@@ -230,12 +230,11 @@ class EmbeddedPostgres:
         self._write_conf(_free_port())
 
     def _write_conf(self, port: int) -> None:
-        socket_dir = self.data_dir if _socket_fits(self.data_dir, port) else None
         lines = [
             "# Written by Courier; the port is re-chosen at start when it is taken.",
             "listen_addresses = '127.0.0.1'",
             f"port = {port}",
-            f"unix_socket_directories = '{socket_dir or ''}'",
+            self._socket_setting(port),
             "max_connections = 300",
             # The messages table churns; vacuum finds its dead rows within seconds.
             "autovacuum_naptime = 1s",
@@ -246,15 +245,18 @@ class EmbeddedPostgres:
         path.write_text("\n".join(lines) + "\n")
         self._chown(path)
 
+    def _socket_setting(self, port: int) -> str:
+        """courier.conf's line for the Unix socket: in the data dir, or none when the
+        socket's path would not fit."""
+        directory = self.data_dir if _socket_fits(self.data_dir, port) else ""
+        return f"unix_socket_directories = '{directory}'"
+
     def _add_socket(self) -> None:
         """A cluster made before the Unix socket gets it at its next start, when the
         path fits: only that setting's line changes."""
         path = self.data_dir / CONF_FILE
         text = path.read_text()
-        if not _socket_fits(self.data_dir, self.port):
-            return
-        line = f"unix_socket_directories = '{self.data_dir}'"
-        updated = _NO_SOCKET_LINE.sub(line, text)
+        updated = _NO_SOCKET_LINE.sub(self._socket_setting(self.port), text)
         if updated != text:
             path.write_text(updated)
             self._chown(path)
